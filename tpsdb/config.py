@@ -1,0 +1,38 @@
+"""Where things are: the database URL, the project's folders, GitHub's addresses and token (flags and env vars)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+DATA_DIR = PROJECT_ROOT / "data"
+SOURCES_DIR = PROJECT_ROOT / "sources"
+MIGRATIONS_DIR = PROJECT_ROOT / "migrations"
+SEED_SQL = DATA_DIR / "seed.sql"
+DEFAULT_DB_PATH = DATA_DIR / "tpsdb.sqlite"
+
+
+def database_url(explicit: str | None = None) -> str:
+    """`--db` wins, then TPSDB_DATABASE_URL, then the SQLite file under data/. A bare path means SQLite."""
+    url = explicit or os.environ.get("TPSDB_DATABASE_URL") or str(DEFAULT_DB_PATH)
+    if "://" not in url:
+        url = f"sqlite:///{Path(url).expanduser().resolve()}"
+    return url
+
+
+def github_url() -> str:
+    return os.environ.get("TPSDB_GITHUB_URL", "https://github.com").rstrip("/")
+
+
+def github_api_url() -> str:
+    return os.environ.get("TPSDB_GITHUB_API_URL", "https://api.github.com/graphql")
+
+
+def github_token() -> str | None:
+    """The token for GitHub's GraphQL API. Only ever passed to the HTTP layer; never logged or stored."""
+    return os.environ.get("TPSDB_GITHUB_TOKEN") or os.environ.get("GITHUB_TOKEN") or None
+
+
+def sources_dir() -> Path:
+    return Path(os.environ.get("TPSDB_SOURCES_DIR", SOURCES_DIR))

@@ -1,0 +1,301 @@
+"""Storing candidates (as measurements or rejections) and reading them back as records.
+
+`Store.put()` is the one door into the measurement and rejection tables: `tpsdb add`, `tpsdb ingest` and the
+refresh all go through it, so validation, natural keys and idempotence are the same for every path.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass, field
+from datetime import date
+from typing import Any, Iterator
+from urllib.parse import urldefrag
+
+from sqlalchemy import Engine, insert, update
+from sqlmodel import Session, select
+
+from .models import Hardware, Measurement, Model, ModelFile, Post, Rejection, Software, Source, Status
+from .record import Outcome, Record, validate
+
+
+def canonical_json(data: Any) -> str:
+    return json.dumps(data, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
+
+
+def natural_key(data: Any) -> str:
+    """The identity of a figure or candidate: its content without the retrieval date.
+
+    Re-reading an unchanged post on another day must find the same key, so `source.retrieved_at` is left out.
+    """
+    if isinstance(data, dict) and isinstance(data.get("source"), dict):
+        data = {**data, "source": {k: v for k, v in data["source"].items() if k != "retrieved_at"}}
+    return hashlib.sha256(canonical_json(data).encode()).hexdigest()
+
+
+def source_home(url: str) -> str:
+    """The publication a figure's URL belongs to: the URL without its #fragment."""
+    return urldefrag(url)[0]
+
+
+_BUILD_NUMBER = re.compile(r"\bb?(\d{3,6})\b")
+_COMMIT = re.compile(r"\b([0-9a-f]{7,40})\b")
+
+
+def parse_version(version: str) -> tuple[int | None, str | None]:
+    """Build number and commit from a llama.cpp-style version ("b6918 (2f68ce7cf)", "8e672efe")."""
+    commit = _COMMIT.search(version)
+    rest = version.replace(commit.group(1), "") if commit else version
+    number = _BUILD_NUMBER.search(rest) if re.search(r"(^|\s|\()b?\d{3,6}(\)|\s|$)", rest) else None
+    return (int(number.group(1)) if number else None, commit.group(1) if commit else None)
+
+
+BATCH = 5000
+
+
+@dataclass
+class PutResult:
+    outcome: str  # "accepted", "accepted_unchanged" (already stored), "rejected", "rejected_unchanged"
+    key: str
+    reasons: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Provenance:
+    """Where a candidate was read, when it came from a fetched source rather than a file of records."""
+
+    source: Source | None = None
+    post: Post | None = None
+    snapshot_id: int | None = None
+    slot: str | None = None
+    extra_reasons: list[str] = field(default_factory=list)
+
+
+class Store:
+    """Reference lookups are cached per session: a bulk add resolves each hardware or model once."""
+
+    def __init__(self, session: Session, today: date | None = None):
+        self.session = session
+        self.today = today
+        self._cache: dict[tuple, Any] = {}
+        self._pending: dict[type, list[dict]] = {}
+
+    # ----------------------------------------------------------------------------------------- references
+    def _get_or_create(self, model_cls, key: tuple, lookup: dict, defaults: dict | None = None):
+        cache_key = (model_cls.__name__, key)
+        if cache_key in self._cache:
+            return self._cache[cache_key]
+        statement = select(model_cls)
+        for column, value in lookup.items():
+            statement = statement.where(getattr(model_cls, column) == value)
+        row = self.session.exec(statement).first()
+        if row is None:
+            row = model_cls(**lookup, **(defaults or {}))
+            self.session.add(row)
+            self.session.flush()
+        self._cache[cache_key] = row
+        return row
+
+    def source_for(self, url: str, **defaults) -> Source:
+        home = source_home(url)
+        return self._get_or_create(Source, (home,), {"url": home}, defaults)
+
+    def hardware(self, name: str, record: Record | None = None) -> Hardware:
+        row = self._get_or_create(Hardware, (name,), {"name": name})
+        if record is not None:  # a record may fill what the reference leaves empty, never overwrite it
+            if row.memory_gb is None and record.hardware.memory_gb is not None:
+                row.memory_gb = record.hardware.memory_gb
+            if row.gpu_cores is None and record.hardware.gpu_cores is not None:
+                row.gpu_cores = record.hardware.gpu_cores
+        return row
+
+    def bandwidth_of(self, name: str) -> float | None:
+        cache_key = ("bandwidth", name)
+        if cache_key not in self._cache:
+            row = self.session.exec(select(Hardware).where(Hardware.name == name)).first()
+            self._cache[cache_key] = row.memory_bandwidth_gbs if row else None
+        return self._cache[cache_key]
+
+    def model_file(self, record: Record, size_source_url: str | None) -> ModelFile:
+        m = record.model
+        model = self._get_or_create(Model, (m.name,), {"name": m.name},
+                                    {"params_b": m.params_b, "active_params_b": m.active_params_b})
+        if model.active_params_b is None and m.active_params_b is not None:
+            model.active_params_b = m.active_params_b
+        size_bytes = round(m.file_size_gb * 1e9)
+        return self._get_or_create(
+            ModelFile, (model.id, record.quantization, size_bytes),
+            {"model_id": model.id, "quantization": record.quantization, "size_bytes": size_bytes},
+            {"size_source_url": size_source_url},
+        )
+
+    def software(self, name: str, version: str) -> Software:
+        number, commit = parse_version(version)
+        return self._get_or_create(Software, (name, version), {"name": name, "version": version},
+                                   {"build_number": number, "build_commit": commit})
+
+    # ----------------------------------------------------------------------------------------------- put
+    def _known(self, model_cls, key_column: str) -> dict[str, tuple[int | None, str]]:
+        """Natural keys already stored, loaded once: a bulk add must not ask the database once per record."""
+        cache_key = ("known", model_cls.__name__)
+        if cache_key not in self._cache:
+            rows = self.session.exec(select(getattr(model_cls, key_column), model_cls.id, model_cls.status)).all()
+            self._cache[cache_key] = {k: (i, st) for k, i, st in rows}
+        return self._cache[cache_key]
+
+    def put(self, candidate: Any, provenance: Provenance | None = None) -> PutResult:
+        """Validate one candidate and queue it as a measurement or a rejection; putting it again is a no-op.
+
+        Rows are written in batches by `flush()` (called by `put` every BATCH rows and by the caller at the end).
+        """
+        provenance = provenance or Provenance()
+        outcome: Outcome = validate(candidate, bandwidth_of=self.bandwidth_of, today=self.today)
+        reasons = provenance.extra_reasons + outcome.reasons
+        if reasons:
+            key = natural_key(candidate)
+            return PutResult(self._queue(Rejection, "candidate_key", key,
+                                         lambda: self._rejection_row(candidate, reasons, key, provenance)),
+                             key=key, reasons=reasons)
+        record = outcome.record
+        key = natural_key(record.to_json_dict())
+        return PutResult(self._queue(Measurement, "figure_key", key,
+                                     lambda: self._measurement_row(record, key, provenance)), key=key)
+
+    def _queue(self, model_cls, key_column: str, key: str, make_row) -> str:
+        known = self._known(model_cls, key_column)
+        kind = "accepted" if model_cls is Measurement else "rejected"
+        if key in known:
+            row_id, status = known[key]
+            if status == Status.active:
+                return f"{kind}_unchanged"
+            # A figure that comes back (an upstream edit undone) is live again, under its old id.
+            self.flush()
+            row_id = row_id or self.session.exec(
+                select(model_cls.id).where(getattr(model_cls, key_column) == key)).one()
+            self.session.execute(update(model_cls).where(model_cls.id == row_id).values(status=Status.active))
+            known[key] = (row_id, Status.active)
+            return kind
+        self._pending.setdefault(model_cls, []).append(make_row())
+        known[key] = (None, Status.active)
+        if sum(len(rows) for rows in self._pending.values()) >= BATCH:
+            self.flush()
+        return kind
+
+    def flush(self) -> None:
+        """Write the queued rows (one executemany per table)."""
+        self.session.flush()
+        for model_cls in (Measurement, Rejection):
+            rows = self._pending.pop(model_cls, [])
+            if rows:
+                self.session.execute(insert(model_cls), rows)
+
+    def _measurement_row(self, r: Record, key: str, p: Provenance) -> dict:
+        source = p.source or self.source_for(r.source.url)
+        via = r.source.via or None
+        return dict(
+            figure_key=key,
+            slot=p.slot,
+            hardware_id=self.hardware(r.hardware.name, r).id,
+            model_file_id=self.model_file(r, r.source.url).id,
+            software_id=self.software(r.software.name, r.software.version).id,
+            software_options=canonical_json(r.software.options),
+            phase=r.phase.value,
+            prompt_tokens=r.lengths.prompt_tokens,
+            generated_tokens=r.lengths.generated_tokens,
+            context_depth=r.lengths.context_depth or 0,
+            users=r.concurrency.users,
+            figure=r.concurrency.figure.value,
+            nature_kind=r.nature.kind.value,
+            procedure=r.nature.procedure,
+            formula=r.nature.formula,
+            formula_inputs=canonical_json(r.nature.inputs) if r.nature.inputs else None,
+            tokens_per_second=r.tokens_per_second,
+            stddev=r.stddev,
+            source_id=source.id,
+            source_url=r.source.url,
+            post_id=p.post.id if p.post else None,
+            snapshot_id=p.snapshot_id,
+            retrieved_at=r.source.retrieved_at,
+            published_at=r.source.published_at,
+            author=r.source.author,
+            quote=r.source.quote,
+            via_title=via.title if via else None,
+            via_publisher=via.publisher if via else None,
+            via_url=via.url if via else None,
+            via_published_at=via.published_at if via else None,
+            status=Status.active.value,
+            supersedes_id=None,
+            hardware_bandwidth_gbs=r.hardware.memory_bandwidth_gbs,
+        )
+
+    def _rejection_row(self, candidate: Any, reasons: list[str], key: str, p: Provenance) -> dict:
+        source_block = candidate.get("source") if isinstance(candidate, dict) else None
+        url = source_block.get("url") if isinstance(source_block, dict) else None
+        quote = source_block.get("quote") if isinstance(source_block, dict) else None
+        value = candidate.get("tokens_per_second") if isinstance(candidate, dict) else None
+        url_ok = isinstance(url, str) and url.startswith(("http://", "https://"))
+        source = p.source or (self.source_for(url) if url_ok else None)
+        return dict(
+            candidate_key=key,
+            slot=p.slot,
+            candidate_json=canonical_json(candidate),
+            reasons=json.dumps(reasons, ensure_ascii=False),
+            source_url=url if isinstance(url, str) else None,
+            quote=quote if isinstance(quote, str) else None,
+            tokens_per_second=float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None,
+            source_id=source.id if source else None,
+            post_id=p.post.id if p.post else None,
+            snapshot_id=p.snapshot_id,
+            status=Status.active.value,
+        )
+
+
+# --------------------------------------------------------------------------------------------------- export
+def measurement_record(m: Measurement, h: Hardware, f: ModelFile, mo: Model, s: Software) -> dict:
+    """A stored measurement as a record v1, the inverse of Store._measurement."""
+    via = None
+    if any((m.via_title, m.via_publisher, m.via_url, m.via_published_at)):
+        via = {"title": m.via_title, "publisher": m.via_publisher, "published_at": m.via_published_at, "url": m.via_url}
+    record = Record.model_validate({
+        "source": {"url": m.source_url, "retrieved_at": m.retrieved_at, "published_at": m.published_at,
+                   "author": m.author, "quote": m.quote, "via": via},
+        "hardware": {"name": h.name, "memory_bandwidth_gbs": m.hardware_bandwidth_gbs, "memory_gb": h.memory_gb,
+                     "gpu_cores": h.gpu_cores},
+        "model": {"name": mo.name, "params_b": mo.params_b, "active_params_b": mo.active_params_b,
+                  "file_size_gb": f.size_bytes / 1e9 if f.size_bytes is not None else None},
+        "quantization": f.quantization,
+        "software": {"name": s.name, "version": s.version, "options": json.loads(m.software_options or "{}")},
+        "lengths": {"prompt_tokens": m.prompt_tokens, "generated_tokens": m.generated_tokens,
+                    "context_depth": m.context_depth},
+        "concurrency": {"users": m.users, "figure": m.figure},
+        "nature": {"kind": m.nature_kind, "procedure": m.procedure, "formula": m.formula,
+                   "inputs": json.loads(m.formula_inputs) if m.formula_inputs else None},
+        "phase": m.phase,
+        "tokens_per_second": m.tokens_per_second,
+        "stddev": m.stddev,
+    })
+    return record.to_json_dict()
+
+
+def iter_measurement_records(engine: Engine, include_inactive: bool = False) -> Iterator[dict]:
+    with Session(engine) as session:
+        statement = (
+            select(Measurement, Hardware, ModelFile, Model, Software)
+            .join(Hardware, Hardware.id == Measurement.hardware_id)
+            .join(ModelFile, ModelFile.id == Measurement.model_file_id)
+            .join(Model, Model.id == ModelFile.model_id)
+            .join(Software, Software.id == Measurement.software_id)
+            .order_by(Measurement.id)
+        )
+        if not include_inactive:
+            statement = statement.where(Measurement.status == Status.active)
+        for row in session.exec(statement):
+            yield measurement_record(*row)
+
+
+def iter_rejections(engine: Engine) -> Iterator[dict]:
+    with Session(engine) as session:
+        for r in session.exec(select(Rejection).where(Rejection.status == Status.active).order_by(Rejection.id)):
+            yield {"candidate": json.loads(r.candidate_json), "reasons": json.loads(r.reasons)}
