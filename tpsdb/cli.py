@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import gc
 import io
 import json
 import sys
@@ -17,7 +18,7 @@ from sqlmodel import Session, select
 from . import config, db
 from .models import Hardware, Measurement, Model, ModelFile, Rejection, Source, Status
 from .query import QueryError, render, run_readonly
-from .record import parse_records, validate
+from .record import RecordFileError, Via, parse_records, validate
 from .reference import ReferenceError, load_reference
 from .store import Store, iter_measurement_records, iter_rejections
 
@@ -60,8 +61,8 @@ def read_text(path: Path) -> str:
 def load_candidates(path: Path) -> list:
     try:
         return parse_records(read_text(path), str(path))
-    except json.JSONDecodeError as error:
-        fail(f"{path}: not JSON or JSONL (line {error.lineno}: {error.msg})")
+    except RecordFileError as error:
+        fail(f"{error}; nothing was stored")
 
 
 # ----------------------------------------------------------------------------------------------- database
@@ -193,6 +194,7 @@ def add(
         store = Store(session)
         for path in files:
             candidates = load_candidates(path)
+            gc.freeze()  # why: the cyclic GC rescans every loaded record on each collection, quadratic on big files
             for index, candidate in enumerate(candidates, 1):
                 counts[store.put(candidate).outcome] += 1
                 if index % 20000 == 0:
@@ -238,6 +240,8 @@ def export(
         return
     writer = None
     for item in items:
+        if not rejections and item["source"].get("via") is None:  # same columns for every row
+            item["source"]["via"] = dict.fromkeys(Via.model_fields)
         flat = _flatten(item)
         if writer is None:
             writer = csv.DictWriter(out, fieldnames=list(flat), lineterminator="\n")

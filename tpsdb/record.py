@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import re
 from datetime import date, datetime, timezone
-from typing import Any, Callable, Literal
+from typing import Any, Callable
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -200,6 +200,8 @@ def _pydantic_reasons(error: ValidationError) -> list[str]:
 
 def _value_in_quote(value: float, quote: str) -> bool:
     """Does the quote show this number? Tolerates thousands separators and a decimal comma."""
+    if f"{value:g}" in quote or f"{value:.2f}" in quote:  # the common case, without the regex
+        return True
     for token in re.findall(r"\d[\d,. \u202f\u00a0]*", quote):
         token = token.strip(" .,\u202f\u00a0")
         candidates = {token.replace(",", "").replace(" ", "").replace("\u202f", "").replace("\u00a0", "")}
@@ -282,7 +284,10 @@ def _check_model(r: Record, reasons: list[str]) -> None:
         number = convert(value, f"model.{field}", reasons)
         if number is not None and number <= 0:
             reasons.append(Reason.bad(f"model.{field}", "not positive"))
-        setattr(m, field, number)
+        if number is not None and not isinstance(value, float):  # setattr on a pydantic model is costly
+            setattr(m, field, number)
+        elif number is None:
+            setattr(m, field, None)
     if isinstance(m.params_b, float) and isinstance(m.active_params_b, float) and m.active_params_b > m.params_b:
         reasons.append(Reason.bad("model.active_params_b", "larger than params_b"))
     if isinstance(m.params_b, float) and isinstance(m.file_size_gb, float) and m.params_b > 0:
@@ -301,7 +306,7 @@ def _check_quantization(r: Record, reasons: list[str]) -> None:
     name = named_quantization(r.quantization)
     if name is None:
         reasons.append(Reason.unnamed_quant(r.quantization))
-    else:
+    elif name != r.quantization:
         r.quantization = name
 
 
@@ -388,29 +393,26 @@ def _check_ceiling(r: Record, reasons: list[str], bandwidth_of: BandwidthLookup 
         reasons.append(Reason.above_ceiling)
 
 
+class RecordFileError(ValueError):
+    """A file of records that is not JSON or JSONL: refused whole, with the line at fault."""
+
+
 def parse_records(text: str, name: str = "<input>") -> list[Any]:
-    """Records from JSON (one object or a list) or JSONL. A line that is not JSON becomes a `record` error."""
-    stripped = text.lstrip()
+    """Records from JSON (one object or a list) or JSONL (one object per line)."""
+    stripped = text.strip()
     if not stripped:
         return []
-    if stripped[0] == "[":
-        return json.loads(text)
     try:
-        return [json.loads(text)]
-    except json.JSONDecodeError:
-        pass
+        data = json.loads(stripped)
+        return data if isinstance(data, list) else [data]
+    except json.JSONDecodeError as error:
+        if stripped[0] == "[":
+            raise RecordFileError(f"{name}:{error.lineno}: not JSON ({error.msg})") from error
     items: list[Any] = []
     for lineno, line in enumerate(text.splitlines(), 1):
         if line.strip():
             try:
                 items.append(json.loads(line))
             except json.JSONDecodeError as error:
-                items.append(_Unparsable(f"{name}:{lineno}: not JSON ({error.msg})"))
+                raise RecordFileError(f"{name}:{lineno}: not JSON ({error.msg})") from error
     return items
-
-
-class _Unparsable(str):
-    """A line of input that is not JSON; validate() rejects it like any non-object."""
-
-
-Kind = Literal["accepted", "rejected"]

@@ -12,9 +12,8 @@ import re
 from dataclasses import dataclass, field
 from datetime import date
 from typing import Any, Iterator
-from urllib.parse import urldefrag
 
-from sqlalchemy import Engine, insert, update
+from sqlalchemy import Engine, update
 from sqlmodel import Session, select
 
 from .models import Hardware, Measurement, Model, ModelFile, Post, Rejection, Software, Source, Status
@@ -37,7 +36,7 @@ def natural_key(data: Any) -> str:
 
 def source_home(url: str) -> str:
     """The publication a figure's URL belongs to: the URL without its #fragment."""
-    return urldefrag(url)[0]
+    return url.split("#", 1)[0]
 
 
 _BUILD_NUMBER = re.compile(r"\bb?(\d{3,6})\b")
@@ -101,6 +100,18 @@ class Store:
     def source_for(self, url: str, **defaults) -> Source:
         home = source_home(url)
         return self._get_or_create(Source, (home,), {"url": home}, defaults)
+
+    def _ids(self, r: Record) -> tuple[int, int, int]:
+        """hardware, model file and software ids of a record; records of one table share them, so cache."""
+        m = r.model
+        key = ("ids", r.hardware.name, m.name, m.params_b, m.active_params_b, m.file_size_gb, r.quantization,
+               r.software.name, r.software.version)
+        if key not in self._cache:
+            self._cache[key] = (self.hardware(r.hardware.name, r).id, self.model_file(r, r.source.url).id,
+                                self.software(r.software.name, r.software.version).id)
+        elif r.hardware.memory_gb is not None or r.hardware.gpu_cores is not None:
+            self.hardware(r.hardware.name, r)
+        return self._cache[key]
 
     def hardware(self, name: str, record: Record | None = None) -> Hardware:
         row = self._get_or_create(Hardware, (name,), {"name": name})
@@ -189,17 +200,18 @@ class Store:
         for model_cls in (Measurement, Rejection):
             rows = self._pending.pop(model_cls, [])
             if rows:
-                self.session.execute(insert(model_cls), rows)
+                self.session.connection().execute(model_cls.__table__.insert(), rows)
 
     def _measurement_row(self, r: Record, key: str, p: Provenance) -> dict:
         source = p.source or self.source_for(r.source.url)
         via = r.source.via or None
+        hardware_id, model_file_id, software_id = self._ids(r)
         return dict(
             figure_key=key,
             slot=p.slot,
-            hardware_id=self.hardware(r.hardware.name, r).id,
-            model_file_id=self.model_file(r, r.source.url).id,
-            software_id=self.software(r.software.name, r.software.version).id,
+            hardware_id=hardware_id,
+            model_file_id=model_file_id,
+            software_id=software_id,
             software_options=canonical_json(r.software.options),
             phase=r.phase.value,
             prompt_tokens=r.lengths.prompt_tokens,

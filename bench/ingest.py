@@ -1,0 +1,87 @@
+"""Benchmark: `tpsdb add` throughput and a measurement_full query at N synthetic valid records.
+
+    python bench/ingest.py [N]        (default 100000)
+
+Targets (issue 2): add >= 20,000 records/s; a measurement_full query < 0.5 s at N = 100,000.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+HARDWARE = [f"Bench GPU {i}" for i in range(40)]
+MODELS = [("Llama 2 7B", 6.74, 3.79, "Q4_0"), ("Llama 2 7B", 6.74, 7.16, "Q8_0"), ("gpt-oss 120B", 116.83, 63.37, "MXFP4")]
+
+
+def synthetic(i: int, rng: random.Random) -> dict:
+    name, params, size, quant = MODELS[i % len(MODELS)]
+    value = round(rng.uniform(5, 300), 2)
+    return {
+        "source": {"url": f"https://example.org/bench/{i // 50}#row-{i}", "retrieved_at": "2026-09-06",
+                   "published_at": "2026-01-01", "author": "bench", "quote": f"| {name} {quant} | tg128 | {value} |"},
+        "hardware": {"name": HARDWARE[i % len(HARDWARE)]},
+        "model": {"name": name, "params_b": params, "file_size_gb": size},
+        "quantization": quant,
+        "software": {"name": "llama.cpp", "version": f"b{6000 + i % 300}", "options": {"ngl": 99, "fa": i % 2}},
+        "lengths": {"prompt_tokens": 0, "generated_tokens": 128, "context_depth": 0},
+        "concurrency": {"users": 1, "figure": "per_user"},
+        "nature": {"kind": "measured", "procedure": "llama-bench -p 0 -n 128 -ngl 99"},
+        "phase": "generation",
+        "tokens_per_second": value,
+        "stddev": 0.1,
+    }
+
+
+def tpsdb(*args: str, db: Path) -> float:
+    start = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "tpsdb", *args, "--db", str(db)], check=True, cwd=ROOT,
+                   stdout=subprocess.DEVNULL, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    return time.perf_counter() - start
+
+
+def main() -> None:
+    n = int(sys.argv[1]) if len(sys.argv) > 1 else 100_000
+    rng = random.Random(42)
+    with tempfile.TemporaryDirectory() as tmp:
+        db, records = Path(tmp) / "bench.sqlite", Path(tmp) / "records.jsonl"
+        with records.open("w") as out:
+            for i in range(n):
+                out.write(json.dumps(synthetic(i, rng)) + "\n")
+        tpsdb("init", "--no-seed", db=db)
+        startup = tpsdb("summary", db=db)  # interpreter + imports, paid once per command
+        seconds = tpsdb("add", str(records), db=db)
+        again = tpsdb("add", str(records), db=db)
+        print(f"N = {n:,} records ({records.stat().st_size / 1e6:.1f} MB JSONL)")
+        print(f"add (new):       {seconds:6.2f} s  -> {n / seconds:,.0f} records/s (incl. {startup:.2f} s start-up)")
+        print(f"add (same file): {again:6.2f} s  -> {n / again:,.0f} records/s (idempotent, nothing written)")
+
+        import sqlite3
+        conn = sqlite3.connect(db)
+        queries = {
+            "count(*)": "select count(*) from measurement_full",
+            "table-1 style": "select hardware, max(tokens_per_second), max(calc_ceiling_tps) from measurement_full "
+                             "where model = 'Llama 2 7B' and quantization = 'Q4_0' and phase = 'generation' "
+                             "and users = 1 and status = 'active' group by hardware",
+            "one hardware, all rows": "select * from measurement_full where hardware = 'Bench GPU 7'",
+        }
+        for label, sql in queries.items():
+            best = min(_time(conn, sql) for _ in range(3))
+            print(f"measurement_full query [{label}]: {best * 1000:7.1f} ms")
+
+
+def _time(conn, sql: str) -> float:
+    start = time.perf_counter()
+    conn.execute(sql).fetchall()
+    return time.perf_counter() - start
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,109 @@
+"""The CLI as a user runs it: a subprocess on a real SQLite file."""
+
+import copy
+import hashlib
+import json
+
+import pytest
+
+from conftest import run_cli, write_jsonl
+
+COMMANDS = ["init", "summary", "export-seed", "reference", "validate", "add", "export", "query"]
+
+
+def many_records(record, n):
+    out = []
+    for i in range(n):
+        r = copy.deepcopy(record)
+        r["tokens_per_second"] = round(40 + i * 0.5, 2)
+        r["source"]["quote"] = f"| gpt-oss 120B MXFP4 MoE | tg32 | {r['tokens_per_second']:.2f} ± 0.17 |"
+        out.append(r)
+    return out
+
+
+def test_every_command_has_help():
+    top = run_cli("--help").stdout
+    for command in COMMANDS:
+        assert command in top
+        result = run_cli(command, "--help")
+        assert "Usage:" in result.stdout and len(result.stdout) > 200
+
+
+def test_validate_exit_codes_and_reasons(tmp_path, record):
+    good = write_jsonl(tmp_path / "good.jsonl", [record])
+    assert run_cli("validate", str(good), "--db", str(tmp_path / "none.sqlite"), check=False).returncode == 0
+    bad = copy.deepcopy(record)
+    bad["quantization"] = "4-bit"
+    mixed = write_jsonl(tmp_path / "mixed.jsonl", [record, bad])
+    result = run_cli("validate", str(mixed), check=False)
+    assert result.returncode == 1
+    assert result.stdout.strip() == f'{mixed}[1]: quantization: not a named format ("4-bit")'
+
+
+def test_unreadable_input_is_a_clear_error(tmp_path, empty_db):
+    broken = tmp_path / "broken.json"
+    broken.write_text("{not json", encoding="utf-8")
+    result = run_cli("add", str(broken), db=empty_db, check=False)
+    assert result.returncode == 2 and "broken.json" in result.stderr and "Traceback" not in result.stderr
+    missing = run_cli("add", str(tmp_path / "nope.jsonl"), db=empty_db, check=False)
+    assert missing.returncode == 2 and "nope.jsonl" in missing.stderr
+
+
+def test_add_is_idempotent_and_keeps_rejections(tmp_path, empty_db, record):
+    bad = copy.deepcopy(record)
+    bad["software"].pop("version")
+    path = write_jsonl(tmp_path / "in.jsonl", many_records(record, 3) + [bad])
+    first = run_cli("add", str(path), db=empty_db).stdout
+    assert "3 measurements added" in first and "1 rejections added" in first
+    dump_before = run_cli("export", db=empty_db).stdout
+    second = run_cli("add", str(path), db=empty_db).stdout
+    assert "0 measurements added, 3 already stored" in second and "0 rejections added, 1 already stored" in second
+    assert run_cli("export", db=empty_db).stdout == dump_before
+    rejections = [json.loads(line) for line in run_cli("export", "--rejections", db=empty_db).stdout.splitlines()]
+    assert rejections == [{"candidate": bad, "reasons": ["software.version: missing"]}]
+    rows = json.loads(run_cli("query", "select reasons, source_url from rejection_full", "--format", "json",
+                              db=empty_db).stdout)
+    assert rows == [{"reasons": '["software.version: missing"]', "source_url": record["source"]["url"]}]
+
+
+def test_export_round_trip(tmp_path, empty_db, record):
+    moe = copy.deepcopy(record)
+    moe["model"]["active_params_b"] = 5.13
+    moe["source"]["via"] = {"title": "An article", "publisher": "QDNA", "published_at": "2026-08-30", "url": None}
+    moe["software"]["options"] = {"backend": "CUDA", "fa": 1, "ubatch": 2048, "dev": "CUDA0"}
+    moe["tokens_per_second"] = 58.0
+    moe["source"]["quote"] = "58.00"
+    path = write_jsonl(tmp_path / "in.jsonl", many_records(record, 4) + [moe])
+    run_cli("add", str(path), db=empty_db)
+    first = run_cli("export", db=empty_db).stdout
+    assert len(first.splitlines()) == 5
+    (tmp_path / "export.jsonl").write_text(first, encoding="utf-8")
+    other = tmp_path / "other.sqlite"
+    run_cli("init", "--no-seed", db=other)
+    run_cli("add", str(tmp_path / "export.jsonl"), db=other)
+    assert run_cli("export", db=other).stdout == first
+    csv_out = run_cli("export", "--format", "csv", db=other).stdout.splitlines()
+    assert csv_out[0].startswith("source.url,source.retrieved_at") and len(csv_out) == 6
+
+
+def test_query_is_read_only(tmp_path, empty_db, record):
+    run_cli("add", str(write_jsonl(tmp_path / "in.jsonl", [record])), db=empty_db)
+    digest = hashlib.sha256(empty_db.read_bytes()).hexdigest()
+    for statement in ("delete from measurement", "drop view measurement_full", "insert into model (name) values ('x')",
+                      "update hardware set name = 'y'"):
+        result = run_cli("query", statement, db=empty_db, check=False)
+        assert result.returncode == 2
+        assert "read-only" in result.stderr and "Traceback" not in result.stderr
+    assert hashlib.sha256(empty_db.read_bytes()).hexdigest() == digest
+    table = run_cli("query", "select hardware, model, quantization, software_version, tokens_per_second "
+                    "from measurement_full", db=empty_db).stdout
+    assert "NVIDIA DGX Spark" in table and "b6918 (2f68ce7cf)" in table and "59.02" in table
+    csv_out = run_cli("query", "select count(*) as n from measurement_full", "--format", "csv", db=empty_db).stdout
+    assert csv_out.splitlines() == ["n", "1"]
+    bad = run_cli("query", "select nope from measurement_full", db=empty_db, check=False)
+    assert bad.returncode == 2 and "nope" in bad.stderr
+
+
+def test_commands_refuse_a_database_without_schema(tmp_path):
+    result = run_cli("export", db=tmp_path / "fresh.sqlite", check=False)
+    assert result.returncode == 2 and "tpsdb init" in result.stderr

@@ -1,0 +1,283 @@
+"""What llama-bench and llama-batched-bench print, read back: tables, cells, build lines, commands, logs.
+
+Pure functions of strings. Every historical shape of the markdown printer is accepted: `pp 512` (2023),
+`pp512`, `pp512+tg128` (-pg), `tg32 @ d4096` (-d), model labels with and without `mostly`, sizes in MiB or GiB,
+parameters in M or B, values with thousands separators. See llama.cpp tools/llama-bench/llama-bench.cpp.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+GIB_IN_GB = 1.073741824  # 2**30 / 10**9
+MIB_IN_GB = 0.001048576  # 2**20 / 10**9
+
+# ------------------------------------------------------------------------------------------- table shapes
+LLAMA_BENCH = "llama-bench"
+BATCHED_BENCH = "llama-batched-bench"
+COMPARE = "compare"  # master vs PR, branch vs branch: two t/s columns and a speedup
+SUMMARY = "summary"  # test and t/s columns but no model column: typed by hand, conditions unknown
+SCOREBOARD = "scoreboard"  # the 4167 opening post: one row per chip, one column per format and phase
+
+_SCOREBOARD_COLUMN = re.compile(r"^(?P<quant>\S+)\s+(?P<phase>PP|TG)\s*\[t/s\]$", re.I)
+
+
+def table_kind(header: list[str]) -> str | None:
+    """Which printer (or which hand) made a table with this header; None for tables that hold no speed figure."""
+    names = [h.strip().lower() for h in header]
+    ts_columns = [n for n in names if "t/s" in n]
+    if {"pp", "tg", "b"} <= set(names) and any("s_tg" in n for n in names):
+        return BATCHED_BENCH
+    if "chip" in names and any(_SCOREBOARD_COLUMN.match(h.strip()) for h in header):
+        return SCOREBOARD
+    if len(ts_columns) >= 2 or "speedup" in names:
+        return COMPARE if "test" in names else None
+    if "test" in names and "t/s" in names:
+        return LLAMA_BENCH if "model" in names else SUMMARY
+    return None
+
+
+def scoreboard_column(header_cell: str) -> tuple[str, str] | None:
+    """("Q8_0", "prompt") for a scoreboard column "Q8_0 PP [t/s]"."""
+    match = _SCOREBOARD_COLUMN.match(header_cell.strip())
+    if not match:
+        return None
+    return normalize_quant(match["quant"]), "prompt" if match["phase"].upper() == "PP" else "generation"
+
+
+# ------------------------------------------------------------------------------------------------- cells
+_VALUE = re.compile(r"^\s*(?P<avg>\d[\d,]*(?:\.\d+)?)\s*(?:(?:±|\+/-|\+-)\s*(?P<sd>\d[\d,]*(?:\.\d+)?))?\s*$")
+
+
+def parse_value(cell: str) -> tuple[float, float | None] | None:
+    """(mean, stddev) from "1,003.34 ± 7.71" or "4184.85"; None when the cell is not a number."""
+    match = _VALUE.match(cell)
+    if not match:
+        return None
+    number = lambda s: float(s.replace(",", ""))  # noqa: E731 - thousands separators only, llama-bench prints "%.2f"
+    return number(match["avg"]), (number(match["sd"]) if match["sd"] else None)
+
+
+@dataclass(frozen=True)
+class TestShape:
+    """The lengths of one llama-bench test: `pp512`, `tg128`, `pp512+tg128`, `tg32 @ d4096`."""
+
+    phase: str
+    prompt_tokens: int
+    generated_tokens: int
+    context_depth: int
+
+
+_TEST = re.compile(r"^(?P<kind>pp|tg)\s*(?P<n>\d+)(?:\s*\+\s*tg\s*(?P<tg>\d+))?(?:\s*@\s*d\s*(?P<depth>\d+))?$", re.I)
+
+
+def parse_test(label: str) -> TestShape | None:
+    match = _TEST.match(label.strip())
+    if not match:
+        return None
+    n, depth = int(match["n"]), int(match["depth"] or 0)
+    if match["tg"]:
+        return TestShape("end_to_end", n, int(match["tg"]), depth)
+    if match["kind"].lower() == "pp":
+        return TestShape("prompt", n, 0, depth)
+    return TestShape("generation", 0, n, depth)
+
+
+def parse_size_gb(cell: str) -> float | None:
+    """Decimal GB from llama-bench's "3.56 GiB" / "636.18 MiB" (binary units, as the printer uses)."""
+    match = re.match(r"^\s*(\d[\d,]*(?:\.\d+)?)\s*(GiB|MiB|GB|MB)\s*$", cell, re.I)
+    if not match:
+        return None
+    factor = {"gib": GIB_IN_GB, "mib": MIB_IN_GB, "gb": 1.0, "mb": 0.001}[match[2].lower()]
+    return round(float(match[1].replace(",", "")) * factor, 2)
+
+
+def parse_params_b(cell: str) -> float | None:
+    """Billions of parameters from "6.74 B" or "68.03 M"."""
+    match = re.match(r"^\s*(\d[\d,]*(?:\.\d+)?)\s*([BMK])\s*$", cell)
+    if not match:
+        return None
+    value = float(match[1].replace(",", ""))
+    return {"B": value, "M": round(value / 1e3, 6), "K": round(value / 1e6, 9)}[match[2]]
+
+
+# llama.cpp's ftype names (llama_model_ftype_name) -> the format name without decorations.
+_K_SIZES = {"small": "S", "medium": "M", "large": "L"}
+_QUANT_TOKEN = re.compile(r"^(?:I?Q\d\w*|TQ\d_\d|F16|F32|BF16|MXFP4|NVFP4|FP8|\?)$", re.I)
+
+
+def normalize_quant(ftype: str) -> str | None:
+    """ "Q4_K - Medium" -> "Q4_K_M", "mostly Q4_0" -> "Q4_0", "MXFP4 MoE" -> "MXFP4", "IQ3_S mix - 3.66 bpw" -> "IQ3_M"."""
+    text = " ".join(ftype.split())
+    text = re.sub(r"^(mostly|all)\s+", "", text, flags=re.I)
+    text = re.sub(r",\s*some\s+\w+$", "", text, flags=re.I)  # "Q4_1, some F16" (2023 labels)
+    text = re.sub(r"\s+MoE$", "", text, flags=re.I)
+    if re.match(r"^IQ3_S mix\b", text, re.I):
+        return "IQ3_M"
+    k_size = re.match(r"^(Q\d_K)\s*-\s*(Small|Medium|Large)$", text, re.I)
+    if k_size:
+        base, size = k_size[1].upper(), _K_SIZES[k_size[2].lower()]
+        return base if base == "Q2_K" and size == "M" else f"{base}_{size}"  # plain Q2_K prints as "Q2_K - Medium"
+    text = re.sub(r"\s*-\s*[\d.]+\s*bpw.*$", "", text, flags=re.I)  # "IQ4_XS - 4.25 bpw", "TQ1_0 - 1.69 bpw ternary"
+    return text.upper() if text and _QUANT_TOKEN.match(text) and text != "?" else None
+
+
+_SIZE_TOKEN = re.compile(r"^(?:\?|\d+(?:\.\d+)?(?:x\d+(?:\.\d+)?)?)[BMK](?:\.A\d+(?:\.\d+)?[BM])?$")
+
+
+def split_model_label(label: str) -> tuple[str | None, str | None]:
+    """("gpt-oss 120B", "MXFP4") from llama-bench's model column "gpt-oss 120B MXFP4 MoE".
+
+    The column is the model's type label (architecture and size) followed by its file type name.
+    """
+    tokens = label.split()
+    for i, token in enumerate(tokens):
+        if _SIZE_TOKEN.match(token) and i > 0:
+            name, ftype = " ".join(tokens[: i + 1]), " ".join(tokens[i + 1:])
+            return name, normalize_quant(ftype) if ftype else None
+    return (label.strip() or None), None
+
+
+# --------------------------------------------------------------------------------------------- build lines
+_BUILD_PATTERNS = [
+    # llama-bench footer "build: 2f68ce7cf (6918)", also "llama.cpp build e9fd8dc (7825)"
+    (re.compile(r"\bbuild:?\s+(?P<commit>[0-9a-f]{6,40})\s*\((?P<number>\d+)\)"), True),
+    # "build b6767 (5acd45546)"
+    (re.compile(r"\bbuild:?\s+b(?P<number>\d{3,5})\s*\((?P<commit>[0-9a-f]{6,40})\)"), True),
+    # llama-cli --version: "version: 6918 (2f68ce7cf)"
+    (re.compile(r"\bversion:\s*(?P<number>\d{3,5})\s*\((?P<commit>[0-9a-f]{6,40})\)"), True),
+    (re.compile(r"\bbuild:?\s+b(?P<number>\d{3,5})\b"), True),
+    (re.compile(r"\bllama\.cpp\s+b(?P<number>\d{3,5})\b"), True),
+    # a benchmark run after "git checkout 8e672efe" ran that commit
+    (re.compile(r"\bgit\s+checkout\s+(?P<commit>[0-9a-f]{7,40})\b"), False),
+]
+
+
+def format_version(number: int | str | None, commit: str | None) -> str | None:
+    """The canonical version: "b6918 (2f68ce7cf)", "b6918", or "8e672efe"."""
+    number = int(number) if number not in (None, "") else None
+    commit = commit if commit and commit != "unknown" else None
+    if number and number > 0:
+        return f"b{number} ({commit})" if commit else f"b{number}"
+    return commit
+
+
+def parse_build(line: str) -> str | None:
+    """The llama.cpp version a line states, or None."""
+    for pattern, _ in _BUILD_PATTERNS:
+        match = pattern.search(line)
+        if match:
+            groups = match.groupdict()
+            return format_version(groups.get("number"), groups.get("commit"))
+    return None
+
+
+# ------------------------------------------------------------------------------------------------ commands
+_COMMAND = re.compile(r"(?P<tool>llama-batched-bench|llama-bench)(?P<args>(?:\s+-\S.*)?)$")
+
+
+def parse_command(line: str) -> tuple[str, str] | None:
+    """(tool, "llama-bench -p 512 -n 128 -ngl 99") from a shell line running the tool with arguments."""
+    match = None
+    for match in _COMMAND.finditer(line):  # the last one: "make llama-bench && ./llama-bench -p 512"
+        pass
+    if not match or not match["args"].strip():
+        return None
+    args = re.sub(r"\s+\d?>\s*\S+", "", match["args"])  # shell redirections are not options
+    return match["tool"], f"{match['tool']} {' '.join(args.split())}"
+
+
+def join_continuations(text: str) -> str:
+    """Shell lines continued with a backslash, joined (the 4167 command spans five lines)."""
+    return re.sub(r"\\\s*\n\s*", " ", text)
+
+
+# --------------------------------------------------------------------------------------- llama-bench options
+# llama-bench column (markdown display name or JSON field) -> the option key stored in software.options
+OPTION_KEYS = {
+    "backend": "backend", "backends": "backend",
+    "ngl": "ngl", "n_gpu_layers": "ngl",
+    "threads": "threads", "n_threads": "threads",
+    "n_batch": "n_batch", "n_ubatch": "n_ubatch",
+    "type_k": "type_k", "type_v": "type_v",
+    "fa": "fa", "flash_attn": "fa",
+    "mmap": "mmap", "use_mmap": "mmap",
+    "dev": "dev", "devices": "dev",
+    "sm": "sm", "split_mode": "sm",
+    "ts": "ts", "tensor_split": "ts",
+    "nkvo": "nkvo", "no_kv_offload": "nkvo",
+    "ot": "ot", "tensor_buft_overrides": "ot",
+    "main_gpu": "main_gpu", "n_cpu_moe": "n_cpu_moe",
+    "mmq": "mmq", "mul_mat_q": "mmq",
+    "embd": "embd", "embeddings": "embd",
+    "nopo": "nopo", "no_op_offload": "nopo",
+    "noh": "noh", "no_host": "noh",
+    "poll": "poll", "cpu_mask": "cpu_mask", "cpu_strict": "cpu_strict",
+    "n_kv_max": "n_kv_max", "is_pp_shared": "is_pp_shared", "n_threads_batch": "threads_batch",
+}
+
+
+def option_value(value):
+    """Integers as integers ("99" -> 99, True -> 1); anything else as the text printed."""
+    if isinstance(value, bool):
+        return int(value)
+    if isinstance(value, (int, float)):
+        return value
+    text = str(value).strip()
+    return int(text) if re.fullmatch(r"-?\d+", text) else text
+
+
+def options_from_columns(columns: dict[str, str]) -> dict:
+    """software.options from the option columns of one row (column name -> cell)."""
+    options = {}
+    for column, cell in columns.items():
+        key = OPTION_KEYS.get(column.strip().lower())
+        if key and cell not in (None, ""):
+            options[key] = option_value(cell)
+    return options
+
+
+_BATCHED_PARAMS = re.compile(r"^\s*main:\s*((?:\w+\s*=\s*-?\w+\s*,?\s*)+)$")
+
+
+def parse_batched_params(line: str) -> dict | None:
+    """Options from llama-batched-bench's "main: n_kv_max = 270336, n_batch = 2048, flash_attn = 1, ..." line."""
+    match = _BATCHED_PARAMS.match(line)
+    if not match:
+        return None
+    pairs = dict(re.findall(r"(\w+)\s*=\s*(-?\w+)", match[1]))
+    return options_from_columns(pairs) if "n_kv_max" in pairs or "is_pp_shared" in pairs else None
+
+
+# ---------------------------------------------------------------------------------------------- timing logs
+_TIMING = re.compile(
+    r"(?P<what>prompt eval time|eval time|sample time|sampling time)\s*=\s*[\d.,]+\s*ms\s*/\s*(?P<n>\d+)\s*"
+    r"(?:tokens|runs)\s*\(\s*[\d.,]+\s*ms per token,\s*(?P<tps>[\d.,]+)\s*tokens per second\)"
+)
+
+
+@dataclass(frozen=True)
+class TimingLine:
+    """One line of llama_print_timings / llama_perf / llama-server timings: a speed, but not a benchmark."""
+
+    phase: str
+    tokens: int
+    tokens_per_second: float
+    sampling: bool
+
+
+def _decimal(text: str) -> float:
+    # Logs follow the C locale of the machine: "1200,95" is a decimal comma, "1,200.95" a thousands separator.
+    if re.fullmatch(r"\d+,\d{1,2}", text):
+        return float(text.replace(",", "."))
+    return float(text.replace(",", ""))
+
+
+def parse_timing(line: str) -> TimingLine | None:
+    match = _TIMING.search(line)
+    if not match:
+        return None
+    what = match["what"]
+    phase = "prompt" if what.startswith("prompt") else "generation"
+    return TimingLine(phase, int(match["n"]), _decimal(match["tps"]), sampling=what.startswith("sampl"))

@@ -1,0 +1,152 @@
+"""Hardware names: one canonical spelling per machine, whatever way a post writes it.
+
+`canonical_hardware` reads a short name ("GB10", "M2 Max (30-core GPU)", "RTX 3090 Ti") or a whole line
+("Device 0: NVIDIA GeForce RTX 3090 Ti, compute capability 8.6") and returns the canonical name of the first
+machine it names, or None. Names that say nothing about the chip ("NVIDIA Graphics Device", "AMD Radeon Graphics")
+and hosts (a CPU, a Raspberry Pi, "Strix Halo") are deliberately not matched: a wrong machine is worse than none.
+
+`hardware_mentions` finds every machine named in a text, with its position, and `devices_from_log` reads the
+device lines that llama.cpp and nvidia-smi print (several identical GPUs become "8x NVIDIA A100 80GB PCIe").
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+# Exact names (compared case-insensitively, spaces collapsed) that the patterns below cannot spell out.
+ALIASES: dict[str, str] = {
+    "gb10": "NVIDIA DGX Spark",
+    "nvidia gb10": "NVIDIA DGX Spark",
+    "dgx spark": "NVIDIA DGX Spark",
+    "nvidia dgx spark": "NVIDIA DGX Spark",
+    "nvidia dgx spark (gb10)": "NVIDIA DGX Spark",
+    "dgx spark (gb10)": "NVIDIA DGX Spark",
+}
+
+
+@dataclass(frozen=True)
+class Mention:
+    start: int
+    end: int
+    name: str
+
+
+def _apple(m: re.Match) -> str:
+    chip = f"Apple M{m['gen']}" + (f" {m['tier']}" if m["tier"] else "")
+    cores = m["cores_before"] or m["cores_after"]
+    return f"{chip} ({int(cores)}-core GPU)" if cores else chip
+
+
+def _geforce(m: re.Match) -> str:
+    name = f"NVIDIA GeForce {m['family'].upper()} {m['number']}"
+    if m["ti"]:
+        name += " Ti"
+    if m["super"]:
+        name += " SUPER"
+    if m["laptop"]:
+        name += " Laptop GPU"  # a laptop part of the same number is a different, slower chip
+    return name
+
+
+def _rtx_pro(m: re.Match) -> str:
+    return f"NVIDIA RTX PRO {m['number']} Blackwell" + (" Max-Q" if m["maxq"] else "")
+
+
+def _datacenter(m: re.Match) -> str:
+    # The driver's own spelling ("A100 80GB PCIe", "A100-SXM4-80GB", "H100 80GB HBM3") says which variant it is.
+    return "NVIDIA " + m["model"] + re.sub(r"\s+", " ", m["variant"] or "").rstrip()
+
+
+def _radeon(m: re.Match) -> str:
+    prefix = {"rx": "RX ", "pro": "Pro "}.get((m["line"] or "").lower(), "")
+    suffix = f" {m['suffix'].upper()}" if m["suffix"] else ""
+    return f"AMD Radeon {prefix}{m['number']}{suffix}"
+
+
+_CORES_AFTER = r"(?:\s*\(?\s*(?P<cores_after>\d{1,2})[- ]?(?:core|c)?\s*GPU(?:\s*cores?)?\s*\)?)?"
+_DATACENTER_VARIANT = r"(?P<variant>(?:[ -](?:\d+\s?GB|PCIe|SXM\d?|HBM\de?|NVL))*)"
+
+# (pattern, builder). Order does not matter: overlapping matches are resolved by position, then length.
+_PATTERNS: list[tuple[re.Pattern, Callable[[re.Match], str]]] = [
+    (re.compile(r"\b(?:NVIDIA\s+)?(?:DGX\s+Spark|GB10)\b(?:\s*\(GB10\))?", re.I), lambda m: "NVIDIA DGX Spark"),
+    (re.compile(r"\b(?:NVIDIA\s+)?Jetson\s+(?P<model>AGX\s+Orin|Orin\s+NX|Orin\s+Nano|AGX\s+Thor|AGX\s+Xavier|Thor)\b"),
+     lambda m: "NVIDIA Jetson " + " ".join(m["model"].split())),
+    (re.compile(r"\b(?:NVIDIA\s+)?RTX\s+PRO\s+(?P<number>\d{4})(?:\s+Blackwell)?(?:\s+(?P<maxq>Max-Q))?", re.I), _rtx_pro),
+    (re.compile(r"\b(?:NVIDIA\s+)?RTX\s+(?P<model>A\d{4}|\d{4}\s+Ada(?:\s+Generation)?)\b"),
+     lambda m: "NVIDIA RTX " + (m["model"] if m["model"].startswith("A") else m["model"].split()[0] + " Ada Generation")),
+    (re.compile(r"\b(?:NVIDIA\s+)?(?:GeForce\s+)?(?P<family>RTX|GTX)\s*(?P<number>\d{3,4})(?:\s*(?P<ti>Ti)\b)?"
+                r"(?:\s*(?P<super>SUPER)\b)?(?:\s+(?P<laptop>Laptop(?:\s+GPU)?))?", re.I), _geforce),
+    # Big data-centre parts are unambiguous on their own; short ones ("T4", "L4", "A10") need the brand in front.
+    (re.compile(r"\b(?:NVIDIA\s+|Tesla\s+)?(?P<model>A100|H100|H200|H800|A800|B200|B300|GH200|GB200|L40S|V100)\b"
+                + _DATACENTER_VARIANT), _datacenter),
+    (re.compile(r"\b(?:NVIDIA|Tesla)\s+(?P<model>L40|L4|A40|A30|A10G|A10|T4|P40|P100)\b" + _DATACENTER_VARIANT), _datacenter),
+    (re.compile(r"\b(?:NVIDIA\s+)?CMP\s+(?P<model>\d{2,3}HX)\b"), lambda m: f"NVIDIA CMP {m['model']}"),
+    (re.compile(r"(?:\b(?P<cores_before>\d{1,2})[- ]core\s+(?:GPU\s+)?)?\b(?:Apple\s+)?M(?P<gen>[1-9])"
+                r"(?:\s+(?P<tier>Pro|Max|Ultra))?\b(?!\s*(?:SSD|\.2))" + _CORES_AFTER), _apple),
+    (re.compile(r"\b(?:AMD\s+)?(?:Instinct\s+)?(?P<model>MI\d{2,3}[XAH]?)\b"), lambda m: f"AMD Instinct {m['model']}"),
+    (re.compile(r"\b(?:AMD\s+)?Radeon\s+(?:(?P<line>RX|Pro)\s+)?(?P<number>W?\d{3,4}[A-Z]{0,2})\b"
+                r"(?:\s+(?P<suffix>XTX|XT|GRE)\b)?", re.I), _radeon),
+    (re.compile(r"\bRX\s*(?P<number>\d{3,4})(?:\s+(?P<suffix>XTX|XT|GRE)\b)?"),
+     lambda m: f"AMD Radeon RX {m['number']}" + (f" {m['suffix']}" if m["suffix"] else "")),
+    (re.compile(r"\b(?:Intel\s+)?Arc\s+(?P<model>A\d{3}M?|B\d{3}|140V|130V)\b"), lambda m: f"Intel Arc {m['model']}"),
+]
+
+_MULTI = re.compile(r"^\s*(?P<count>\d{1,2})\s*[x×]\s*(?P<rest>.+)$")
+
+
+def hardware_mentions(text: str) -> list[Mention]:
+    """Every machine named in the text, in reading order (overlaps: the longest match wins)."""
+    found = [Mention(m.start(), m.end(), build(m)) for pattern, build in _PATTERNS for m in pattern.finditer(text)]
+    found.sort(key=lambda x: (x.start, -(x.end - x.start)))
+    kept: list[Mention] = []
+    for mention in found:
+        if not kept or mention.start >= kept[-1].end:
+            kept.append(mention)
+    return kept
+
+
+def canonical_hardware(text: str) -> str | None:
+    """The canonical name of the first machine the text names, or None when it names none."""
+    if not text or not text.strip():
+        return None
+    key = " ".join(text.split()).lower()
+    if key in ALIASES:
+        return ALIASES[key]
+    multi = _MULTI.match(text)
+    if multi and int(multi["count"]) > 1:
+        single = canonical_hardware(multi["rest"])
+        return f"{int(multi['count'])}x {single}" if single else None
+    mentions = hardware_mentions(text)
+    return mentions[0].name if mentions else None
+
+
+# ---------------------------------------------------------------------------------- device lines in logs
+# What llama.cpp (CUDA/ROCm, Vulkan, Metal) and nvidia-smi print for each device they use.
+_DEVICE_LINES = [
+    re.compile(r"^\s*Device\s+(?P<index>\d+):\s*(?P<name>[^,]+),"),
+    re.compile(r"ggml_vulkan:\s*(?P<index>\d+)\s*=\s*(?P<name>[^|(]+?)\s*[(|]"),
+    re.compile(r"ggml_metal_(?:device_)?init:\s*(?:found device|GPU name):\s*(?P<name>.+?)\s*$"),
+    re.compile(r"^\|\s+(?P<index>\d+)\s+(?P<name>(?:NVIDIA|Tesla)\s.+?)\s{2,}(?:On|Off)\s+\|"),
+]
+
+
+def device_name(line: str) -> str | None:
+    """The raw device name on a device line, or None if the line is not one."""
+    for pattern in _DEVICE_LINES:
+        match = pattern.search(line)
+        if match:
+            return match["name"].strip()
+    return None
+
+
+def devices_hardware(names: list[str]) -> str | None:
+    """One hardware name for the devices of one run; None when any device is unnamed ("NVIDIA Graphics Device")."""
+    canonical = [canonical_hardware(name) for name in names]
+    if not canonical or None in canonical:
+        return None
+    distinct = list(dict.fromkeys(canonical))
+    if len(distinct) == 1:
+        return distinct[0] if len(canonical) == 1 else f"{len(canonical)}x {distinct[0]}"
+    return " + ".join(canonical)

@@ -1,0 +1,251 @@
+"""Table definitions: one TOML file per published table in tables/, so a user adds a table without code.
+
+A definition names a table kind (what one row is, which columns it has) and its parameters: the conditions it holds
+fixed (`[fixed]`, matched against the `measurement_full` view) and the rule that picks one figure for a cell when
+several validated measurements qualify (`pick`). Example (tables/machines.toml):
+
+    kind = "machines"
+    order = 1
+    title = "Table 1. One model file, one test, many machines"
+    pick = "latest"
+
+    [fixed]
+    model = "Llama 2 7B"
+    quantization = "Q4_0"
+    software = "llama.cpp"
+    phase = "generation"
+    prompt_tokens = 0
+    generated_tokens = 128
+    context_depth = 0
+    users = 1
+    figure = "per_user"
+
+A value in `[fixed]` may also be a list (any of these values). Keys the loader does not know are an error, so a typo
+never silently widens a table.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..config import PROJECT_ROOT
+
+TABLES_DIR = PROJECT_ROOT / "tables"
+
+KINDS = ("machines", "ceiling", "quantization", "versions", "software", "concurrency", "sources", "spread")
+PICKS = ("latest", "best", "median")
+
+# What each pick rule means, as printed under every table that uses it.
+PICK_TEXT = {
+    "latest": "the figure of the most recent software version: the latest published figure, then the highest build "
+              "number",
+    "best": "the highest figure",
+    "median": "the median figure (the lower of the two middle ones when their number is even, so that the cell is "
+              "always one real measurement, never an average)",
+}
+
+# [fixed] keys and the measurement_full column each one is matched against.
+FIXED_COLUMNS = {
+    "hardware": "hardware",
+    "model": "model",
+    "quantization": "quantization",
+    "software": "software",
+    "software_version": "software_version",
+    "phase": "phase",
+    "prompt_tokens": "prompt_tokens",
+    "generated_tokens": "generated_tokens",
+    "context_depth": "context_depth",
+    "users": "users",
+    "figure": "figure",
+}
+_INT_KEYS = {"prompt_tokens", "generated_tokens", "context_depth", "users"}
+_ENUMS = {"phase": ("generation", "prompt", "end_to_end"), "figure": ("per_user", "aggregate")}
+
+# Per kind: [fixed] keys that must be given, keys that must not be (they are what the rows or columns vary), and the
+# optional layout keys the kind understands.
+_REQUIRED = {
+    "machines": ("model", "quantization"),
+    "ceiling": ("model", "quantization"),
+    "quantization": ("model",),
+    "versions": ("hardware", "model", "software"),
+    "software": ("hardware", "model"),
+    "concurrency": ("hardware", "model"),
+    "sources": ("hardware",),
+    "spread": ("hardware", "model"),
+}
+_FORBIDDEN = {
+    "machines": ("hardware",),
+    "ceiling": ("hardware",),
+    "quantization": ("quantization",),
+    "versions": ("software_version",),
+    "software": ("software", "software_version"),
+    "concurrency": ("users", "figure"),
+    "sources": (),
+    "spread": (),
+}
+_LAYOUT = {
+    "machines": {"rows", "require_bandwidth"},
+    "ceiling": {"rows", "require_bandwidth"},
+    "quantization": {"rows", "columns", "baseline"},
+    "versions": {"rows", "columns"},
+    "software": {"rows"},
+    "concurrency": {"rows"},
+    "sources": {"limit"},
+    "spread": {"limit"},
+}
+_COMMON = {"kind", "order", "title", "description", "pick", "pick_reason", "fixed", "name"}
+
+
+class DefinitionError(ValueError):
+    """A table definition that cannot be used, explained with its file and key."""
+
+
+@dataclass(frozen=True)
+class Definition:
+    name: str
+    kind: str
+    title: str
+    description: str = ""
+    order: int = 1000
+    pick: str = "latest"
+    pick_reason: str = ""
+    fixed: dict[str, Any] = field(default_factory=dict)
+    rows: tuple = ()  # explicit rows, in this order (hardware names, versions, software names or user counts)
+    columns: tuple[str, ...] = ()  # quantization formats (quantization, versions kinds)
+    baseline: str | None = None  # the format speed-ups and size ratios are relative to (quantization kind)
+    require_bandwidth: bool = False  # machines/ceiling: leave out machines whose bandwidth is unknown
+    limit: int | None = None  # sources/spread: at most this many rows
+    path: Path | None = None
+
+    @property
+    def pick_text(self) -> str:
+        return PICK_TEXT[self.pick]
+
+
+def _check_scalar(key: str, value: Any, where: str) -> Any:
+    if key in _INT_KEYS:
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise DefinitionError(f"{where}: fixed.{key} must be a non-negative integer, not {value!r}")
+    elif not isinstance(value, str) or not value.strip():
+        raise DefinitionError(f"{where}: fixed.{key} must be a non-empty string, not {value!r}")
+    if key in _ENUMS and value not in _ENUMS[key]:
+        raise DefinitionError(f"{where}: fixed.{key} = {value!r} is not one of {', '.join(_ENUMS[key])}")
+    return value
+
+
+def definition_from_dict(data: dict, name: str, where: str = "<definition>", path: Path | None = None) -> Definition:
+    """Check one definition (as read from TOML) and return it; every problem names the key at fault."""
+    unknown = sorted(set(data) - _COMMON - set().union(*_LAYOUT.values()))
+    if unknown:
+        raise DefinitionError(f"{where}: unknown key {unknown[0]!r}")
+    kind = data.get("kind")
+    if kind not in KINDS:
+        raise DefinitionError(f"{where}: kind = {kind!r} is not one of {', '.join(KINDS)}")
+    misplaced = sorted(k for k in set(data) - _COMMON if k not in _LAYOUT[kind])
+    if misplaced:
+        raise DefinitionError(f"{where}: key {misplaced[0]!r} does not apply to a {kind} table")
+    title = data.get("title")
+    if not isinstance(title, str) or not title.strip():
+        raise DefinitionError(f"{where}: title missing")
+    pick = data.get("pick", "latest")
+    if pick not in PICKS:
+        raise DefinitionError(f"{where}: pick = {pick!r} is not one of {', '.join(PICKS)}")
+
+    fixed_raw = data.get("fixed", {})
+    if not isinstance(fixed_raw, dict):
+        raise DefinitionError(f"{where}: [fixed] must be a table")
+    fixed: dict[str, Any] = {}
+    for key, value in fixed_raw.items():
+        if key not in FIXED_COLUMNS:
+            raise DefinitionError(f"{where}: unknown key fixed.{key} (known: {', '.join(FIXED_COLUMNS)})")
+        if isinstance(value, list):
+            if not value:
+                raise DefinitionError(f"{where}: fixed.{key} is an empty list")
+            fixed[key] = tuple(_check_scalar(key, v, where) for v in value)
+        else:
+            fixed[key] = _check_scalar(key, value, where)
+    for key in _REQUIRED[kind]:
+        if key not in fixed:
+            raise DefinitionError(f"{where}: a {kind} table needs fixed.{key}")
+    for key in _FORBIDDEN[kind]:
+        if key in fixed:
+            raise DefinitionError(f"{where}: a {kind} table varies {key} across its rows or columns; "
+                                  f"remove fixed.{key}")
+
+    rows = data.get("rows", [])
+    if not isinstance(rows, list):
+        raise DefinitionError(f"{where}: rows must be a list")
+    row_type = int if kind == "concurrency" else str
+    if any(not isinstance(r, row_type) or isinstance(r, bool) for r in rows):
+        raise DefinitionError(f"{where}: rows must be a list of {'integers' if row_type is int else 'strings'}")
+    columns = data.get("columns", ["F16", "Q8_0", "Q4_0"] if kind == "quantization" else [])
+    if not isinstance(columns, list) or any(not isinstance(c, str) or not c for c in columns):
+        raise DefinitionError(f"{where}: columns must be a list of quantization format names")
+    if kind == "versions" and columns and "quantization" in fixed:
+        raise DefinitionError(f"{where}: give either fixed.quantization or columns, not both")
+    if kind == "versions" and not columns and "quantization" not in fixed:
+        raise DefinitionError(f"{where}: a versions table needs fixed.quantization or columns")
+    baseline = data.get("baseline", columns[0] if kind == "quantization" and columns else None)
+    if kind == "quantization" and baseline not in columns:
+        raise DefinitionError(f"{where}: baseline {baseline!r} is not one of the columns")
+    limit = data.get("limit")
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
+        raise DefinitionError(f"{where}: limit must be a positive integer")
+    order = data.get("order", 1000)
+    if isinstance(order, bool) or not isinstance(order, int):
+        raise DefinitionError(f"{where}: order must be an integer")
+    require_bandwidth = data.get("require_bandwidth", False)
+    if not isinstance(require_bandwidth, bool):
+        raise DefinitionError(f"{where}: require_bandwidth must be true or false")
+    for key in ("description", "pick_reason"):
+        if not isinstance(data.get(key, ""), str):
+            raise DefinitionError(f"{where}: {key} must be a string")
+    return Definition(
+        name=name, kind=kind, title=title.strip(), description=data.get("description", "").strip(), order=order,
+        pick=pick, pick_reason=data.get("pick_reason", "").strip(), fixed=fixed, rows=tuple(rows),
+        columns=tuple(columns), baseline=baseline, require_bandwidth=require_bandwidth, limit=limit, path=path,
+    )
+
+
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]*$")
+
+
+def load_definition(path: Path) -> Definition:
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as error:
+        raise DefinitionError(f"{path}: not valid TOML ({error})") from error
+    except OSError as error:
+        raise DefinitionError(f"{path}: {error.strerror}") from error
+    name = data.get("name", path.stem)
+    if not isinstance(name, str) or not _NAME.match(name):
+        raise DefinitionError(f"{path}: name {name!r} must be letters, digits, '-' or '_' (it names the output files)")
+    return definition_from_dict(data, name, str(path), path)
+
+
+def load_definitions(directory: Path = TABLES_DIR) -> list[Definition]:
+    """Every tables/*.toml, in their `order` (then name). Two files may not give the same name."""
+    if not directory.is_dir():
+        raise DefinitionError(f"{directory}: no such directory of table definitions")
+    definitions = [load_definition(path) for path in sorted(directory.glob("*.toml"))]
+    seen: dict[str, Path | None] = {}
+    for d in definitions:
+        if d.name in seen:
+            raise DefinitionError(f"{d.path}: table name {d.name!r} is already used by {seen[d.name]}")
+        seen[d.name] = d.path
+    return sorted(definitions, key=lambda d: (d.order, d.name))
+
+
+def select(definitions: list[Definition], names: list[str] | None) -> list[Definition]:
+    """The definitions named (in the order given), or all; an unknown name is an error listing the known ones."""
+    if not names:
+        return definitions
+    by_name = {d.name: d for d in definitions}
+    missing = [n for n in names if n not in by_name]
+    if missing:
+        raise DefinitionError(f"no table named {missing[0]!r} (known: {', '.join(by_name) or 'none'})")
+    return [by_name[n] for n in dict.fromkeys(names)]
