@@ -20,6 +20,9 @@ from .models import Hardware, Measurement, Model, ModelFile, Rejection, Source, 
 from .query import QueryError, render, run_readonly
 from .record import RecordFileError, Via, parse_records, validate
 from .reference import ReferenceError, load_reference
+from .ingest import IngestError, ingest_files
+from .refresh import RefreshBusy, due_sources, refresh_lock, refresh_source, reparse_source, source_status
+from .sources import SourceFileError, load_sources
 from .store import Store, iter_measurement_records, iter_rejections
 
 app = typer.Typer(
@@ -266,6 +269,144 @@ def query(
     except QueryError as error:
         fail(str(error))
     typer.echo(render(columns, rows, fmt))
+
+
+# ---------------------------------------------------------------------------------------------- sources
+def _specs(sources_dir: Path | None) -> dict:
+    try:
+        return load_sources(sources_dir)
+    except (SourceFileError, OSError) as error:
+        fail(str(error))
+
+
+def _pick(specs: dict, names: list[str]) -> list[str]:
+    unknown = [n for n in names if n not in specs]
+    if unknown:
+        fail(f"unknown source {', '.join(unknown)}; known: {', '.join(specs) or 'none'} (see `tpsdb sources`)")
+    return names
+
+
+SourcesDir = Annotated[Optional[Path], typer.Option("--sources-dir", help="Folder of source files (default sources/).")]
+
+
+@app.command()
+def refresh(
+    names: Annotated[Optional[list[str]], typer.Argument(help="Source keys (file names in sources/). Forces them.")] = None,
+    due: Annotated[bool, typer.Option("--due", help="Only the sources whose refresh interval has passed.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
+    wait: Annotated[bool, typer.Option("--wait", help="Wait for a refresh already running instead of exiting.")] = False,
+    sources_dir: SourcesDir = None,
+    db_url: DbOption = None,
+) -> None:
+    """Fetch sources, archive every response, and store their figures; one transaction per source.
+
+    Without a token the public discussion pages are read; with GITHUB_TOKEN (or TPSDB_GITHUB_TOKEN) the GraphQL
+    API. A source that fails leaves the database as it was; the others still run. Exit status: 0 when every
+    source succeeded, 1 when one failed, 3 when another refresh holds the database.
+    """
+    specs = _specs(sources_dir)
+    if not names and not due:
+        fail("name the sources to refresh, or pass --due (see `tpsdb sources`)")
+    engine = open_db(db_url)
+    keys = _pick(specs, names or []) if names else due_sources(engine, specs)
+    summaries = []
+    try:
+        with refresh_lock(engine, wait):
+            for key in keys:
+                summaries.append(refresh_source(engine, specs[key], session_factory=_http_session,
+                                                progress=lambda m: typer.echo(m, err=True)))
+                if not as_json:
+                    typer.echo(_summary_line(summaries[-1]))
+    except RefreshBusy as error:
+        fail(str(error), code=3)
+    if as_json:
+        typer.echo(json.dumps([s.as_dict() for s in summaries], indent=1))
+    elif not keys:
+        typer.echo("no source is due")
+    raise typer.Exit(1 if any(s.status == "failed" for s in summaries) else 0)
+
+
+def _http_session():
+    from .collect.http import PoliteSession
+
+    return PoliteSession(**config.http_settings())
+
+
+def _summary_line(s) -> str:
+    line = (f"{s.source}: {s.status} via {s.transport}; {s.requests} requests ({s.not_modified} not modified); "
+            f"{s.new} new, {s.changed} changed, {s.withdrawn} withdrawn, {s.rejected} rejected figures; "
+            f"{s.duration_s:.1f} s")
+    return line + (f"\n  error: {s.error}" if s.error else "")
+
+
+@app.command()
+def reparse(
+    names: Annotated[Optional[list[str]], typer.Argument(help="Source keys; default: every source.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
+    sources_dir: SourcesDir = None,
+    db_url: DbOption = None,
+) -> None:
+    """Re-derive every figure from the archived pages of each source's last run, without the network.
+
+    Use it after a parser improvement: figures that read the same keep their ids, the others are superseded.
+    """
+    specs = _specs(sources_dir)
+    engine = open_db(db_url)
+    summaries = []
+    try:
+        with refresh_lock(engine, wait=True):
+            for key in _pick(specs, names) if names else list(specs):
+                summaries.append(reparse_source(engine, specs[key], progress=lambda m: typer.echo(m, err=True)))
+                if not as_json:
+                    typer.echo(_summary_line(summaries[-1]))
+    except RefreshBusy as error:
+        fail(str(error), code=3)
+    if as_json:
+        typer.echo(json.dumps([s.as_dict() for s in summaries], indent=1))
+    raise typer.Exit(1 if any(s.status == "failed" for s in summaries) else 0)
+
+
+@app.command("sources")
+def sources_cmd(
+    as_json: Annotated[bool, typer.Option("--json", help="Print as JSON.")] = False,
+    sources_dir: SourcesDir = None,
+    db_url: DbOption = None,
+) -> None:
+    """List the sources with their last run, its status, the next due time and their figure counts."""
+    specs = _specs(sources_dir)
+    engine = open_db(db_url)
+    rows = source_status(engine, specs)
+    if as_json:
+        typer.echo(json.dumps(rows, indent=1, default=str))
+        return
+    columns = list(rows[0]) if rows else ["key"]
+    typer.echo(render(columns, [tuple(r.values()) for r in rows], "table"))
+
+
+@app.command()
+def ingest(
+    files: Annotated[list[Path], typer.Argument(help="llama-bench output: .json, .jsonl, .csv, .sql, or .md/.txt.")],
+    source_url: Annotated[str, typer.Option("--source-url", help="Where the file is published (required).")],
+    hardware: Annotated[Optional[str], typer.Option("--hardware", help="The machine the file was measured on.")] = None,
+    fmt: Annotated[Optional[str], typer.Option("--format", help="Force the format: json, jsonl, csv, sql, md.")] = None,
+    retrieved_at: Annotated[Optional[str], typer.Option("--retrieved-at", help="ISO date read (default today).")] = None,
+    published_at: Annotated[Optional[str], typer.Option("--published-at", help="ISO date published.")] = None,
+    db_url: DbOption = None,
+) -> None:
+    """Read llama-bench / llama-batched-bench output from files and store its figures (with the raw file archived).
+
+    The same file ingested twice changes nothing. Figures lacking a condition are kept as rejections.
+    """
+    engine = open_db(db_url)
+    try:
+        with Session(engine) as session:
+            counts = ingest_files(session, files, source_url=source_url, hardware=hardware, fmt=fmt,
+                                  retrieved_at=retrieved_at, published_at=published_at)
+            session.commit()
+    except IngestError as error:
+        fail(str(error))
+    typer.echo(f"{counts['accepted']} measurements added, {counts['accepted_unchanged']} already stored; "
+               f"{counts['rejected']} rejections added, {counts['rejected_unchanged']} already stored")
 
 
 def main() -> None:  # pragma: no cover

@@ -36,3 +36,15 @@ def github_token() -> str | None:
 
 def sources_dir() -> Path:
     return Path(os.environ.get("TPSDB_SOURCES_DIR", SOURCES_DIR))
+
+
+def http_settings() -> dict:
+    """Politeness and retry settings for the HTTP session; env overrides serve mirrors and tests."""
+    env = os.environ.get
+    return {
+        "timeout_s": float(env("TPSDB_HTTP_TIMEOUT_S", 20)),
+        "pause_s": float(env("TPSDB_HTTP_PAUSE_S", 1.0)),
+        "max_attempts": int(env("TPSDB_HTTP_MAX_ATTEMPTS", 5)),
+        "max_total_s": float(env("TPSDB_HTTP_MAX_TOTAL_S", 120)),
+        "backoff_s": float(env("TPSDB_HTTP_BACKOFF_S", 1.0)),
+    }

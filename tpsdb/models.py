@@ -226,3 +226,6 @@ class RefreshRun(SQLModel, table=True):
     withdrawn_figures: int = 0
     rejected_figures: int = 0
     error: str | None = Field(default=None, sa_column=Column(Text))
+    snapshot_ids: str | None = Field(
+        default=None, sa_column=Column(Text), description="JSON list: the pages this run read, in order"
+    )

@@ -48,7 +48,7 @@ def _upsert_hardware(session: Session, entry: dict, where: str) -> None:
 
 
 def _upsert_model_file(session: Session, entry: dict, where: str) -> None:
-    for field in ("model", "quantization", "file_size_gb", "size_source_url"):
+    for field in ("model", "quantization", "file_size_gb", "size_source_url"):  # quote, notes: for the reader
         if entry.get(field) in (None, ""):
             raise ReferenceError(f"{where}.{field}: missing")
     model = session.exec(select(Model).where(Model.name == entry["model"])).first()

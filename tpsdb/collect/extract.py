@@ -75,7 +75,7 @@ class Piece:
     table: Table | None = None
 
 
-_SEPARATOR_CELL = re.compile(r"^:?-{2,}:?$")
+_SEPARATOR_CELL = re.compile(r"^:?-+:?$")
 
 
 def _split_cells(line: str) -> list[str]:

@@ -146,15 +146,20 @@ def posts_from_html(pages: list[bytes], owner: str, repo: str, number: int) -> l
     """Every post of the thread: page 1 is the full page, the rest are the "Load more" fragments."""
     posts: dict[str, Post] = {}
     for index, page in enumerate(pages):
-        soup = BeautifulSoup(page, "lxml")
-        for template in soup.find_all("template"):  # client-side templates: {{placeholders}}, not data
-            template.decompose()
-        found = [_post_from_element(el, owner, repo, number) for el in soup.find_all(id=_POST_ID)]
-        if index == 0 and not any(post.kind == "opening" for post in found):
-            raise PageFormatError(f"{owner}/{repo}#{number}: page 1 has no opening post")
-        for post in found:
+        for post in posts_from_html_page(page, owner, repo, number, first=index == 0):
             posts.setdefault(post.external_id, post)  # pages may overlap: the first reading wins
     return list(posts.values())
+
+
+def posts_from_html_page(page: bytes, owner: str, repo: str, number: int, *, first: bool) -> list[Post]:
+    """The posts of one page; the first page must hold the opening post."""
+    soup = BeautifulSoup(page, "lxml")
+    for template in soup.find_all("template"):  # client-side templates: {{placeholders}}, not data
+        template.decompose()
+    found = [_post_from_element(el, owner, repo, number) for el in soup.find_all(id=_POST_ID)]
+    if first and not any(post.kind == "opening" for post in found):
+        raise PageFormatError(f"{owner}/{repo}#{number}: page 1 has no opening post")
+    return found
 
 
 def _post_from_element(el: Tag, owner: str, repo: str, number: int) -> Post:

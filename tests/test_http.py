@@ -1,0 +1,228 @@
+"""PoliteSession against a real local server: each fault recovers or ends as a FetchError, never as data."""
+
+from __future__ import annotations
+
+import socket
+import time
+import traceback
+from datetime import UTC
+
+import pytest
+import requests
+
+from fixture_server import Fault, FixtureServer, fixture_server  # noqa: F401  (pytest fixture)
+from tpsdb.collect.http import FetchError, PoliteSession
+
+PAGE = "/ggml-org/llama.cpp/discussions/4167"
+TOKEN = "ghp_s3cretT0kenThatMustNeverLeak"
+
+
+def fast_session(**overrides) -> PoliteSession:
+    settings = dict(pause_s=0, backoff_s=0.01, max_backoff_s=0.05, timeout_s=2, max_attempts=4, max_total_s=10)
+    return PoliteSession(**(settings | overrides))
+
+
+def test_get_returns_whole_page_with_lower_case_headers_and_utc_time(fixture_server):
+    session = fast_session()
+    fetched = session.get(fixture_server.base_url + PAGE)
+    assert fetched.status == 200
+    assert fetched.url == fixture_server.base_url + PAGE
+    assert fetched.body == fixture_server.body(PAGE)
+    assert fetched.etag and fetched.last_modified
+    assert all(name == name.lower() for name in fetched.headers)
+    assert fetched.retrieved_at.tzinfo is not None and fetched.retrieved_at.utcoffset() == UTC.utcoffset(None)
+    assert session.requests_made == 1
+
+
+def test_descriptive_user_agent_and_timeouts_on_every_request(fixture_server, monkeypatch):
+    timeouts = []
+    original = requests.Session.request
+
+    def spy(self, method, url, **kwargs):
+        timeouts.append(kwargs.get("timeout"))
+        return original(self, method, url, **kwargs)
+
+    monkeypatch.setattr(requests.Session, "request", spy)
+    session = fast_session(timeout_s=7)
+    session.get(fixture_server.base_url + PAGE)
+    session.post_json(fixture_server.api_url, {"variables": {"number": 4167, "after": None}})
+
+    user_agent = fixture_server.requests[0].headers["user-agent"]
+    assert user_agent.startswith("tpsdb/") and "provenance" in user_agent
+    assert timeouts == [(7, 7), (7, 7)]  # (connect, read)
+
+
+def test_pause_between_requests(fixture_server):
+    session = fast_session(pause_s=0.3)
+    start = time.monotonic()
+    session.get(fixture_server.base_url + PAGE)
+    session.get(fixture_server.base_url + PAGE)
+    assert time.monotonic() - start >= 0.3
+
+
+def test_conditional_requests_give_304(fixture_server):
+    session = fast_session()
+    url = fixture_server.base_url + PAGE
+    first = session.get(url)
+
+    by_etag = session.get(url, etag=first.etag)
+    by_date = session.get(url, last_modified=first.last_modified)
+
+    assert (by_etag.status, by_etag.body) == (304, b"")
+    assert (by_date.status, by_date.body) == (304, b"")
+    assert session.not_modified == 2
+    assert fixture_server.requests[1].headers["if-none-match"] == first.etag
+    assert fixture_server.requests[2].headers["if-modified-since"] == first.last_modified
+
+
+def test_changed_page_is_served_in_full_despite_old_validators(fixture_server):
+    session = fast_session()
+    url = fixture_server.base_url + PAGE
+    first = session.get(url)
+    fixture_server.override(PAGE, b"<html>edited</html>")
+
+    second = session.get(url, etag=first.etag, last_modified=first.last_modified)
+
+    assert (second.status, second.body) == (200, b"<html>edited</html>")
+    assert second.etag != first.etag
+
+
+def test_502_then_success(fixture_server):
+    fixture_server.inject(PAGE, [Fault("status", 502)])
+    session = fast_session()
+    assert session.get(fixture_server.base_url + PAGE).status == 200
+    assert session.requests_made == 2
+
+
+def test_persistent_5xx_gives_fetch_error_naming_url_cause_and_attempts(fixture_server):
+    fixture_server.inject(PAGE, [Fault("status", 503)] * 10)
+    url = fixture_server.base_url + PAGE
+    with pytest.raises(FetchError) as raised:
+        fast_session(max_attempts=3).get(url)
+    assert raised.value.attempts == 3 and raised.value.status == 503
+    assert url in str(raised.value) and "HTTP 503" in str(raised.value) and "3 attempts" in str(raised.value)
+
+
+def test_429_waits_for_retry_after_seconds(fixture_server):
+    fixture_server.inject(PAGE, [Fault("retry_after", 429, 1)])
+    start = time.monotonic()
+    assert fast_session().get(fixture_server.base_url + PAGE).status == 200
+    assert time.monotonic() - start >= 0.95
+
+
+def test_retry_after_as_http_date(fixture_server):
+    fixture_server.inject(PAGE, [Fault("retry_after_date", 503, 1)])
+    session = fast_session()
+    assert session.get(fixture_server.base_url + PAGE).status == 200
+    assert session.requests_made == 2
+
+
+def test_retry_after_beyond_budget_gives_up_at_once(fixture_server):
+    fixture_server.inject(PAGE, [Fault("retry_after", 429, 600)])
+    start = time.monotonic()
+    with pytest.raises(FetchError, match="wait 600 s") as raised:
+        fast_session(max_total_s=5).get(fixture_server.base_url + PAGE)
+    assert raised.value.attempts == 1 and time.monotonic() - start < 2
+
+
+@pytest.mark.parametrize("kind", ["reset", "truncate", "cut"])
+def test_broken_connection_is_retried(fixture_server, kind):
+    fixture_server.inject(PAGE, [Fault(kind)])
+    session = fast_session()
+    fetched = session.get(fixture_server.base_url + PAGE)
+    assert fetched.body == fixture_server.body(PAGE)  # the whole page, never the cut one
+    assert session.requests_made == 2
+
+
+@pytest.mark.parametrize("kind", ["reset", "truncate", "cut"])
+def test_broken_connection_every_time_gives_fetch_error(fixture_server, kind):
+    fixture_server.inject(PAGE, [Fault(kind)] * 10)
+    with pytest.raises(FetchError) as raised:
+        fast_session(max_attempts=3).get(fixture_server.base_url + PAGE)
+    assert raised.value.attempts == 3
+
+
+def test_slower_than_timeout_is_retried_then_fails(fixture_server):
+    fixture_server.inject(PAGE, [Fault("slow", seconds=1.0)])
+    session = fast_session(timeout_s=0.3)
+    assert session.get(fixture_server.base_url + PAGE).status == 200
+    assert session.requests_made == 2
+
+    fixture_server.inject(PAGE, [Fault("slow", seconds=1.0)] * 2)
+    with pytest.raises(FetchError, match="(?i)timeout|timed out"):
+        fast_session(timeout_s=0.3, max_attempts=2).get(fixture_server.base_url + PAGE)
+
+
+def test_exhausted_rate_limit_waits_until_reset(fixture_server):
+    fixture_server.inject(PAGE, [Fault("ratelimit", 403, 1)])
+    start = time.monotonic()
+    assert fast_session().get(fixture_server.base_url + PAGE).status == 200
+    assert time.monotonic() - start >= 0.95
+
+
+def test_rate_limit_reset_beyond_budget_gives_fetch_error(fixture_server):
+    fixture_server.inject(PAGE, [Fault("ratelimit", 403, 3600)])
+    start = time.monotonic()
+    with pytest.raises(FetchError, match="HTTP 403"):
+        fast_session(max_total_s=5).get(fixture_server.base_url + PAGE)
+    assert time.monotonic() - start < 2
+
+
+def test_last_call_of_rate_limit_holds_back_the_next_request(fixture_server):
+    fixture_server.inject(PAGE, [Fault("last_call", seconds=1), Fault("last_call", seconds=3600)])
+    session = fast_session(max_total_s=5)
+    session.get(fixture_server.base_url + PAGE)
+    start = time.monotonic()
+    session.get(fixture_server.base_url + PAGE)  # waits for the reset, then goes
+    assert time.monotonic() - start >= 0.95
+
+    with pytest.raises(FetchError, match="rate limit"):  # reset an hour away: not even sent
+        session.get(fixture_server.base_url + PAGE)
+    assert len(fixture_server.requests) == 2
+
+
+def test_other_4xx_fails_at_once(fixture_server):
+    session = fast_session()
+    with pytest.raises(FetchError, match="HTTP 404") as raised:
+        session.get(fixture_server.base_url + "/no/such/page")
+    assert raised.value.attempts == 1 and session.requests_made == 1
+
+
+def test_connection_refused_gives_fetch_error():
+    with socket.socket() as probe:  # a port that nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    with pytest.raises(FetchError, match="ConnectionError") as raised:
+        fast_session(max_attempts=2).get(f"http://127.0.0.1:{port}/")
+    assert raised.value.attempts == 2
+
+
+def test_on_request_sees_every_attempt(fixture_server):
+    fixture_server.inject(PAGE, [Fault("status", 502)])
+    seen = []
+    fast_session(on_request=seen.append).get(fixture_server.base_url + PAGE)
+    assert seen == [fixture_server.base_url + PAGE] * 2
+
+
+def _everything_about(exc: BaseException) -> str:
+    return "".join(traceback.format_exception(exc)) + repr(exc) + repr(vars(exc))
+
+
+def test_token_is_sent_but_never_kept_or_shown():
+    with FixtureServer(token=TOKEN) as server:
+        session = fast_session(max_attempts=2)
+        auth = {"Authorization": f"bearer {TOKEN}"}
+        fetched = session.post_json(server.api_url, {"variables": {"number": 4167, "after": None}}, headers=auth)
+        assert fetched.status == 200  # the server checked the token
+        assert server.requests[0].auth and "authorization" not in server.requests[0].headers
+        assert "authorization" not in fetched.headers
+        assert TOKEN not in repr(fetched)
+
+        server.inject("/graphql", [Fault("status", 502)] * 2)
+        with pytest.raises(FetchError) as failed:
+            session.post_json(server.api_url, {"variables": {"number": 4167, "after": None}}, headers=auth)
+        with pytest.raises(FetchError) as refused:
+            session.post_json(server.api_url, {}, headers={"Authorization": "bearer wrong-" + TOKEN})
+        for raised in (failed, refused):
+            assert raised.value.__cause__ is None and raised.value.__context__ is None
+            assert TOKEN not in _everything_about(raised.value)

@@ -1,0 +1,211 @@
+"""llama-bench result files, as `llama-bench -o json|jsonl|csv|sql` writes them, to candidate records.
+
+Every row of those formats carries its own conditions (build, model file, options, lengths), so one row is one
+figure. The machine is the `hardware` the caller states (the person ingesting the file knows it), else the row's
+`gpu_info`. Markdown and text files (`-o md`, pasted output) go through `extract_text`.
+
+Field names follow llama-bench's `test::get_fields()` (build_commit, build_number, gpu_info, backends, model_type,
+model_size, model_n_params, n_prompt, n_gen, n_depth, avg_ts, stddev_ts, ...); unknown fields are ignored and
+missing ones stay unknown, so files from older and newer builds read the same way.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+from pathlib import Path
+
+from tpsdb.collect import llamabench as lb
+from tpsdb.collect.extract import Candidate, PostContext, extract_text, model_name, new_record
+from tpsdb.collect.machines import canonical_hardware, devices_hardware
+
+__all__ = ["extract_bench_file", "rows_from_text"]
+
+FORMATS = ("json", "jsonl", "csv", "sql", "md", "txt")
+SQL_TABLES = ("test", "llama_bench")  # llama-bench's own table name, and the one compare-llama-bench uses
+
+
+def extract_bench_file(path_or_bytes, fmt: str | None, ctx: PostContext, hardware: str | None) -> list[Candidate]:
+    """Candidates from one llama-bench output file (a path, or its bytes with `fmt` or a sniffable content)."""
+    if isinstance(path_or_bytes, (bytes, bytearray)):
+        data, suffix = bytes(path_or_bytes), None
+    else:
+        path = Path(path_or_bytes)
+        data, suffix = path.read_bytes(), path.suffix.lstrip(".").lower()
+    text = data.decode("utf-8-sig", errors="replace")
+    fmt = (fmt or _format_of(suffix, text)).lower()
+    if fmt in ("md", "markdown", "txt", "text"):
+        candidates = extract_text(text, ctx)
+        stated = (canonical_hardware(hardware) or hardware) if hardware else None
+        for candidate in candidates:
+            if stated:
+                candidate.record["hardware"]["name"] = stated
+        return candidates
+    return [_candidate(row, quote, i, ctx, hardware) for i, (row, quote) in enumerate(rows_from_text(text, fmt))]
+
+
+def _format_of(suffix: str | None, text: str) -> str:
+    if suffix in FORMATS:
+        return suffix
+    head = text.lstrip()[:200]
+    if head.startswith("["):
+        return "json"
+    if head.startswith("{"):
+        return "jsonl"
+    if re.match(r"(CREATE|INSERT)\s", head, re.I):
+        return "sql"
+    if head.split("\n", 1)[0].startswith(("build_commit", '"build_commit"')):
+        return "csv"
+    return "txt"
+
+
+# ------------------------------------------------------------------------------------------------- readers
+def rows_from_text(text: str, fmt: str) -> list[tuple[dict, str]]:
+    """(row as field -> value, the exact source text of the row) for each result row of the file."""
+    readers = {"json": _json_rows, "jsonl": _jsonl_rows, "csv": _csv_rows, "sql": _sql_rows}
+    if fmt not in readers:
+        raise ValueError(f"unknown llama-bench output format {fmt!r} (expected one of {', '.join(FORMATS)})")
+    return readers[fmt](text)
+
+
+def _json_rows(text: str) -> list[tuple[dict, str]]:
+    """The objects of a JSON array, each with its own text span (the quote), read with raw_decode."""
+    decoder, rows = json.JSONDecoder(), []
+    position = text.index("[") + 1
+    while True:
+        position = _skip(text, position, " \t\r\n,")
+        if position >= len(text) or text[position] == "]":
+            return rows
+        obj, end = decoder.raw_decode(text, position)
+        if isinstance(obj, dict):
+            rows.append((obj, text[position:end]))
+        position = end
+
+
+def _skip(text: str, position: int, chars: str) -> int:
+    while position < len(text) and text[position] in chars:
+        position += 1
+    return position
+
+
+def _jsonl_rows(text: str) -> list[tuple[dict, str]]:
+    rows = []
+    for line in text.splitlines():
+        if line.strip().startswith("{"):
+            obj = json.loads(line)
+            if isinstance(obj, dict):
+                rows.append((obj, line.strip()))
+    return rows
+
+
+def _csv_rows(text: str) -> list[tuple[dict, str]]:
+    lines = [line for line in text.splitlines() if line.strip()]
+    if not lines:
+        return []
+    header = next(csv.reader([lines[0]]))
+    return [(dict(zip(header, next(csv.reader([line])))), line) for line in lines[1:]]
+
+
+_INSERT = re.compile(r"INSERT\s+INTO\s+[\"`]?(?P<table>\w+)[\"`]?\s*\((?P<columns>[^)]*)\)\s*VALUES\s*\(", re.I)
+
+
+def _sql_rows(text: str) -> list[tuple[dict, str]]:
+    """The INSERT statements of llama-bench's `-o sql` (CREATE TABLE is not needed to read them)."""
+    rows = []
+    for match in _INSERT.finditer(text):
+        if match["table"].lower() not in SQL_TABLES:
+            continue
+        values, end = _sql_values(text, match.end())
+        columns = [c.strip().strip('"`') for c in match["columns"].split(",")]
+        statement_end = text.find(";", end)
+        rows.append((dict(zip(columns, values)), text[match.start(): statement_end + 1 if statement_end >= 0 else end]))
+    return rows
+
+
+def _sql_values(text: str, position: int) -> tuple[list, int]:
+    """The values of `VALUES (...)` from position: 'quoted strings' ('' escapes a quote), numbers, NULL."""
+    values: list = []
+    while position < len(text):
+        position = _skip(text, position, " \t\r\n,")
+        if text[position] == ")":
+            return values, position + 1
+        if text[position] == "'":
+            end, parts = position + 1, []
+            while True:
+                quote = text.index("'", end)
+                parts.append(text[end:quote])
+                if text.startswith("''", quote):
+                    parts.append("'")
+                    end = quote + 2
+                    continue
+                values.append("".join(parts))
+                position = quote + 1
+                break
+        else:
+            token = re.match(r"[^,)\s]+", text[position:])[0]
+            values.append(None if token.upper() == "NULL" else token)
+            position += len(token)
+    return values, position
+
+
+# ------------------------------------------------------------------------------------------------- records
+def _number(value) -> float | None:
+    try:
+        return float(value) if value not in (None, "") else None
+    except (TypeError, ValueError):
+        return None
+
+
+def _params_b(n_params) -> float | None:
+    # As llama-bench's markdown prints it ("%.2f B" / "%.2f M"), so a model reads the same from every format.
+    n = _number(n_params)
+    if not n:
+        return None
+    return round(n / 1e9, 2) if n >= 1e9 else round(round(n / 1e6, 2) / 1e3, 6)
+
+
+def _hardware(row: dict, stated: str | None) -> str | None:
+    if stated:
+        return canonical_hardware(stated) or stated
+    gpus = [g.strip() for g in str(row.get("gpu_info") or "").split(",") if g.strip()]
+    return devices_hardware(gpus) if gpus else None
+
+
+OPTION_FIELDS = {"backends", "n_gpu_layers", "n_threads", "n_batch", "n_ubatch", "type_k", "type_v", "flash_attn",
+                "use_mmap", "devices", "split_mode", "n_cpu_moe", "main_gpu", "no_kv_offload", "tensor_split",
+                "tensor_buft_overrides", "embeddings", "no_op_offload", "no_host"}
+
+
+def _options(row: dict) -> dict:
+    options = lb.options_from_columns({k: v for k, v in row.items() if k in OPTION_FIELDS})
+    if options.get("dev") == "auto":
+        del options["dev"]  # the default: every device
+    if options.get("ts") in ("0.00", ""):
+        del options["ts"]
+    if options.get("ot") == "none":
+        del options["ot"]
+    return options
+
+
+def _candidate(row: dict, quote: str, index: int, ctx: PostContext, hardware: str | None) -> Candidate:
+    n_prompt, n_gen = int(_number(row.get("n_prompt")) or 0), int(_number(row.get("n_gen")) or 0)
+    depth = int(_number(row.get("n_depth")) or 0)
+    phase = "end_to_end" if n_prompt and n_gen else "prompt" if n_prompt else "generation" if n_gen else None
+    label, quant = lb.split_model_label(str(row.get("model_type") or ""))
+    params_b = _params_b(row.get("model_n_params"))
+    size = _number(row.get("model_size"))
+
+    record = new_record(ctx, quote)
+    record["phase"] = phase
+    record["lengths"] = {"prompt_tokens": n_prompt, "generated_tokens": n_gen, "context_depth": depth}
+    record["concurrency"] = {"users": 1, "figure": "per_user"}
+    record["tokens_per_second"], record["stddev"] = _number(row.get("avg_ts")), _number(row.get("stddev_ts"))
+    record["hardware"]["name"] = _hardware(row, hardware)
+    record["model"] = {"name": model_name(label, params_b, ctx.protocol or {}), "params_b": params_b,
+                       "file_size_gb": round(size / 1e9, 2) if size else None}
+    record["quantization"] = quant
+    record["software"]["version"] = lb.format_version(row.get("build_number"), row.get("build_commit"))
+    record["software"]["options"] = _options(row)
+    record["nature"]["procedure"] = lb.LLAMA_BENCH
+    return Candidate(record, f"row{index}:{phase or 'unknown'}")

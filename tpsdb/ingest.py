@@ -1,0 +1,76 @@
+"""`tpsdb ingest`: llama-bench / llama-batched-bench output files into the database, raw file archived first."""
+
+from __future__ import annotations
+
+import hashlib
+from collections import Counter
+from datetime import date, datetime, timezone
+from pathlib import Path
+
+from sqlmodel import Session, select
+
+from .collect.benchfiles import FORMATS, extract_bench_file
+from .collect.extract import PostContext
+from .models import Snapshot
+from .store import Provenance, Store
+
+
+class IngestError(ValueError):
+    pass
+
+
+def _iso_date(value: str | None, option: str) -> str | None:
+    if value is None:
+        return None
+    try:
+        return date.fromisoformat(value).isoformat()
+    except ValueError:
+        raise IngestError(f"{option}: {value!r} is not an ISO date (YYYY-MM-DD)") from None
+
+
+def ingest_files(session: Session, files: list[Path], *, source_url: str, hardware: str | None = None,
+                 fmt: str | None = None, retrieved_at: str | None = None, published_at: str | None = None) -> Counter:
+    """Store the figures of each file under one source URL. The caller commits (all files or none)."""
+    if not source_url.startswith(("http://", "https://")):
+        raise IngestError(f"--source-url: {source_url!r} is not an http(s) URL")
+    if fmt is not None and fmt.lower() not in FORMATS:
+        raise IngestError(f"--format: {fmt!r} is not one of {', '.join(FORMATS)}")
+    now = datetime.now(timezone.utc)
+    retrieved = _iso_date(retrieved_at, "--retrieved-at") or now.date().isoformat()
+    published = _iso_date(published_at, "--published-at")
+    store = Store(session)
+    source = store.source_for(source_url, kind="benchmark_file")
+    counts: Counter = Counter()
+    for path in files:
+        try:
+            data = path.read_bytes()
+        except OSError as error:
+            raise IngestError(f"{path}: {error.strerror}") from None
+        snapshot = _archive(session, source.id, path, source_url, data, now)
+        ctx = PostContext(permalink=source_url, retrieved_at=retrieved, published_at=published, author=None,
+                          protocol={})
+        try:
+            candidates = extract_bench_file(data, fmt or path.suffix.lstrip(".").lower() or None, ctx, hardware)
+        except ValueError as error:
+            raise IngestError(f"{path}: {error}") from None
+        if not candidates:
+            raise IngestError(f"{path}: no llama-bench or llama-batched-bench figures found")
+        for candidate in candidates:
+            provenance = Provenance(source=source, snapshot_id=snapshot.id, slot=candidate.slot,
+                                    extra_reasons=candidate.reasons)
+            counts[store.put(candidate.record, provenance).outcome] += 1
+    store.flush()
+    return counts
+
+
+def _archive(session: Session, source_id: int, path: Path, source_url: str, data: bytes, now: datetime) -> Snapshot:
+    sha = hashlib.sha256(data).hexdigest()
+    fetched_url = path.resolve().as_uri()
+    snapshot = session.exec(select(Snapshot).where(Snapshot.source_id == source_id, Snapshot.fetched_url == fetched_url,
+                                                   Snapshot.sha256 == sha)).first()
+    if snapshot is None:
+        snapshot = Snapshot(source_id=source_id, fetched_url=fetched_url, canonical_url=source_url, sha256=sha,
+                            body=data, content_type="text/plain", retrieved_at=now)
+        session.add(snapshot)
+        session.flush()
+    return snapshot

@@ -1,0 +1,757 @@
+"""Building the published tables from the database, one function per table kind.
+
+Everything is read through the `measurement_full` view. Only measurements with `status = 'active'` and
+`nature = 'measured'` can fill a cell; rejections are never read. The choice among several qualifying figures is made
+in SQL (a window function per cell group, see `_picked`), so only the figures that end up in a cell leave the
+database, whatever its size. Columns labelled "calc." are computed here from those figures and their inputs; they are
+never put in a measured column, and a measured column with no qualifying figure stays empty.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Mapping, Sequence
+
+from sqlalchemy import Connection, bindparam, text
+
+from ..record import ceiling_tokens_per_second
+from .definitions import FIXED_COLUMNS, Definition
+
+NO_MEASUREMENT = "No validated measurement matches this table's conditions yet: its measured cells are empty."
+CALC_NOTE = "Columns marked calc. are computed by tpsdb from the figures and inputs shown; they are not measurements."
+
+# Columns of measurement_full that a cell, its hint or its footnote needs.
+_VIEW_COLUMNS = (
+    "measurement_id", "hardware", "memory_bandwidth_gbs", "bandwidth_source_url", "hardware_memory_gb", "model",
+    "params_b", "active_params_b", "quantization", "file_size_gb", "file_size_source_url", "software",
+    "software_version", "build_number", "software_options", "phase", "prompt_tokens", "generated_tokens",
+    "context_depth", "users", "figure", "procedure", "tokens_per_second", "stddev", "source_url", "source_home_url",
+    "source_title", "retrieved_at", "published_at", "author", "quote", "via_title", "via_publisher", "via_url",
+)
+
+_ORDER = {
+    "best": "tokens_per_second DESC, measurement_id ASC",
+    "median": "tokens_per_second ASC, measurement_id ASC",
+    "latest": "COALESCE(published_at, retrieved_at) DESC, (build_number IS NULL) ASC, build_number DESC, "
+              "measurement_id DESC",
+}
+
+
+# ---------------------------------------------------------------------------------------------- the result
+@dataclass
+class Column:
+    key: str
+    label: str
+    kind: str = "text"  # text | measured | calc | reference (an input with its source, e.g. a bandwidth)
+    help: str = ""
+
+
+@dataclass
+class Cell:
+    text: str = ""
+    value: Any = None
+    kind: str = "text"
+    footnote: int | None = None
+    href: str | None = None
+    hint: str | None = None
+
+
+@dataclass
+class Footnote:
+    number: int
+    kind: str  # "measurement" or "reference"
+    url: str
+    label: str
+    retrieved_at: str | None = None
+    published_at: str | None = None
+    quote: str | None = None
+    procedure: str | None = None
+    author: str | None = None
+    via: str | None = None
+    measurement_id: int | None = None
+
+
+@dataclass
+class Table:
+    definition: Definition
+    columns: list[Column]
+    rows: list[dict[str, Cell]]
+    held_fixed: list[tuple[str, str]]
+    notes: list[str]
+    footnotes: list[Footnote]
+    chart: dict | None = None
+    total_rows: int | None = None  # when the definition's limit cut the rows
+
+    @property
+    def measured_cells(self) -> int:
+        return sum(1 for row in self.rows for cell in row.values() if cell.kind == "measured" and cell.value is not None)
+
+    @property
+    def empty(self) -> bool:
+        return self.measured_cells == 0
+
+
+class _Footnotes:
+    """Numbers footnotes in the order cells are built; a figure or a URL cited twice keeps its first number."""
+
+    def __init__(self) -> None:
+        self.items: list[Footnote] = []
+        self._numbers: dict[tuple, int] = {}
+
+    def _add(self, key: tuple, **kwargs) -> int:
+        if key not in self._numbers:
+            self._numbers[key] = len(self.items) + 1
+            self.items.append(Footnote(number=self._numbers[key], **kwargs))
+        return self._numbers[key]
+
+    def measurement(self, r: Mapping) -> int:
+        via = ", ".join(str(v) for v in (r["via_title"], r["via_publisher"]) if v) or None
+        return self._add(
+            ("m", r["measurement_id"]), kind="measurement", url=r["source_url"],
+            label=r["source_title"] or r["source_home_url"] or r["source_url"],
+            retrieved_at=_date(r["retrieved_at"]), published_at=_date(r["published_at"]), quote=r["quote"],
+            procedure=r["procedure"], author=r["author"], via=via, measurement_id=r["measurement_id"],
+        )
+
+    def reference(self, url: str | None, label: str) -> int | None:
+        if not url:
+            return None
+        return self._add(("r", url), kind="reference", url=url, label=label)
+
+
+# ------------------------------------------------------------------------------------------------ formats
+def fmt_number(value: float | None, decimals: int = 2) -> str:
+    """A figure as stored, without padding zeros: 59.02, 57, 1311.72."""
+    if value is None:
+        return ""
+    return f"{value:.{decimals}f}".rstrip("0").rstrip(".")
+
+
+def fmt_calc(value: float | None) -> str:
+    return "" if value is None else f"{value:.2f}"
+
+
+def fmt_percent(value: float | None) -> str:
+    return "" if value is None else f"{value * 100:.1f}%"
+
+
+def fmt_ratio(value: float | None) -> str:
+    return "" if value is None else f"×{value:.2f}"
+
+
+def fmt_change(value: float | None) -> str:
+    return "" if value is None else f"{value * 100:+.1f}%"
+
+
+def _date(value: Any) -> str | None:
+    if value is None:
+        return None
+    return value.isoformat() if hasattr(value, "isoformat") else str(value)[:10]
+
+
+def fmt_options(options_json: str | None) -> str:
+    try:
+        options = json.loads(options_json or "{}")
+    except json.JSONDecodeError:
+        return options_json or ""
+    return ", ".join(f"{k}={v}" for k, v in sorted(options.items()))
+
+
+def fmt_lengths(r: Mapping) -> str:
+    """llama-bench's notation: tg128, pp512, pp512+tg128, with "@ d4096" for a context depth."""
+    phase, prompt, generated, depth = r["phase"], r["prompt_tokens"], r["generated_tokens"], r["context_depth"]
+    if phase == "prompt":
+        label = f"pp{prompt}"
+    elif phase == "end_to_end":
+        label = f"pp{prompt}+tg{generated}"
+    else:
+        label = f"tg{generated}" + (f" (after pp{prompt})" if prompt else "")
+    return label + (f" @ d{depth}" if depth else "")
+
+
+def fmt_concurrency(r: Mapping) -> str:
+    users = r["users"]
+    return f"{users} user{'s' if users != 1 else ''}, {'per user' if r['figure'] == 'per_user' else 'aggregate'}"
+
+
+def fmt_software(r: Mapping) -> str:
+    return f"{r['software']} {r['software_version']}"
+
+
+# ---------------------------------------------------------------------------------------------------- SQL
+def _conditions(fixed: Mapping[str, Any], extra: Mapping[str, Any] | None = None) -> tuple[str, dict, list]:
+    """The WHERE clause of a definition: active, measured, and every fixed condition (a list means any of)."""
+    clauses = ["status = 'active'", "nature = 'measured'"]
+    params: dict[str, Any] = {}
+    expanding = []
+    for key, value in {**fixed, **(extra or {})}.items():
+        column = FIXED_COLUMNS[key]
+        name = f"p_{key}"
+        if isinstance(value, (tuple, list)):
+            clauses.append(f"{column} IN :{name}")
+            params[name] = list(value)
+            expanding.append(bindparam(name, expanding=True))
+        else:
+            clauses.append(f"{column} = :{name}")
+            params[name] = value
+    return " AND ".join(clauses), params, expanding
+
+
+def _picked(conn: Connection, d: Definition, partition: Sequence[str], extra: Mapping[str, Any] | None = None,
+            windows: Mapping[str, str] | None = None) -> list[Mapping]:
+    """One figure per group of `partition` columns, chosen by the definition's pick rule, in one query.
+
+    The ranking runs on the matching rows' ids and sort keys only; the full rows (quote included) are read back for
+    the chosen figures alone. Each result also carries `n_qualifying`, how many figures competed for its cell.
+    """
+    where, params, expanding = _conditions(d.fixed, extra)
+    part = ", ".join(partition)
+    extra_windows = "".join(f", {sql} OVER (PARTITION BY {part}) AS {name}" for name, sql in (windows or {}).items())
+    target = "(n_qualifying + 1) / 2" if d.pick == "median" else "1"
+    sql = f"""
+        WITH ranked AS (
+            SELECT measurement_id,
+                   ROW_NUMBER() OVER (PARTITION BY {part} ORDER BY {_ORDER[d.pick]}) AS pick_rank,
+                   COUNT(*) OVER (PARTITION BY {part}) AS n_qualifying{extra_windows}
+            FROM measurement_full
+            WHERE {where}
+        )
+        SELECT {', '.join('v.' + c for c in _VIEW_COLUMNS)}, r.n_qualifying{''.join(', r.' + n for n in windows or {})}
+        FROM ranked r JOIN measurement_full v ON v.measurement_id = r.measurement_id
+        WHERE r.pick_rank = {target}
+        ORDER BY v.measurement_id
+    """
+    statement = text(sql).bindparams(*expanding) if expanding else text(sql)
+    return list(conn.execute(statement, params).mappings())
+
+
+def _ranked(conn: Connection, d: Definition) -> tuple[list[Mapping], int]:
+    """Every qualifying figure, highest first (up to the definition's limit), and how many there are in all."""
+    where, params, expanding = _conditions(d.fixed)
+    limit = f"LIMIT {int(d.limit)}" if d.limit else ""
+    sql = f"""
+        WITH top AS (
+            SELECT measurement_id, tokens_per_second, COUNT(*) OVER () AS n_total
+            FROM measurement_full WHERE {where}
+            ORDER BY tokens_per_second DESC, measurement_id ASC {limit}
+        )
+        SELECT {', '.join('v.' + c for c in _VIEW_COLUMNS)}, t.n_total
+        FROM top t JOIN measurement_full v ON v.measurement_id = t.measurement_id
+        ORDER BY t.tokens_per_second DESC, t.measurement_id ASC
+    """
+    statement = text(sql).bindparams(*expanding) if expanding else text(sql)
+    rows = list(conn.execute(statement, params).mappings())
+    return rows, (rows[0]["n_total"] if rows else 0)
+
+
+def _hardware_facts(conn: Connection, names: Iterable[str]) -> dict[str, Mapping]:
+    names = list(names)
+    if not names:
+        return {}
+    statement = text("SELECT name, memory_bandwidth_gbs, bandwidth_source_url, memory_gb FROM hardware "
+                     "WHERE name IN :names").bindparams(bindparam("names", expanding=True))
+    return {r["name"]: r for r in conn.execute(statement, {"names": names}).mappings()}
+
+
+def _model_files(conn: Connection, models: Any, quantizations: Any = None) -> list[Mapping]:
+    """Model files of the fixed model(s) (and format(s)), with sizes and where the sizes come from."""
+    models = list(models) if isinstance(models, (tuple, list)) else [models]
+    sql = ("SELECT mo.name AS model, mo.params_b, mo.active_params_b, f.quantization, f.size_bytes, "
+           "f.size_source_url FROM model_file f JOIN model mo ON mo.id = f.model_id WHERE mo.name IN :models")
+    params: dict[str, Any] = {"models": models}
+    expanding = [bindparam("models", expanding=True)]
+    if quantizations is not None:
+        sql += " AND f.quantization IN :quants"
+        params["quants"] = list(quantizations) if isinstance(quantizations, (tuple, list)) else [quantizations]
+        expanding.append(bindparam("quants", expanding=True))
+    return list(conn.execute(text(sql + " ORDER BY mo.name, f.quantization, f.size_bytes").bindparams(*expanding),
+                             params).mappings())
+
+
+# --------------------------------------------------------------------------------------- what is held fixed
+def _listing(value: Any) -> str:
+    return " or ".join(str(v) for v in value) if isinstance(value, (tuple, list)) else str(value)
+
+
+def held_fixed(conn: Connection, d: Definition, varies: Mapping[str, str]) -> list[tuple[str, str]]:
+    """The table's statement of its conditions: hardware and the six fields, each fixed or how it varies."""
+    f = d.fixed
+
+    def said(key: str, fixed_text: str | None, default: str = "varies (shown per row)") -> str:
+        return varies.get(key) or (fixed_text if fixed_text is not None else default)
+
+    model_text = None
+    if "model" in f:
+        quants = f.get("quantization") or (d.columns or None)
+        files = _model_files(conn, f["model"], quants)
+        parts = [_listing(f["model"])]
+        params = sorted({r["params_b"] for r in files if r["params_b"]})
+        active = sorted({r["active_params_b"] for r in files if r["active_params_b"]})
+        if params:
+            parts.append(f"{', '.join(fmt_number(p) for p in params)} B parameters"
+                         + (f" ({', '.join(fmt_number(a) for a in active)} B active per token)" if active else ""))
+        sizes = [f"{r['quantization']} file {fmt_number(r['size_bytes'] / 1e9)} GB" for r in files if r["size_bytes"]]
+        if sizes:
+            parts.append("; ".join(sizes))
+        model_text = " · ".join(parts)
+    software_text = None
+    if "software" in f:
+        software_text = _listing(f["software"]) + (
+            f" {_listing(f['software_version'])}" if "software_version" in f
+            else f"; version varies (shown per row; the pick rule chooses)")
+    elif "software_version" in f:
+        software_text = f"version {_listing(f['software_version'])}"
+    length_parts = []
+    for key, label in (("phase", "phase"), ("prompt_tokens", "prompt tokens"), ("generated_tokens", "generated tokens"),
+                       ("context_depth", "context depth")):
+        length_parts.append(f"{label} {_listing(f[key]).replace('_', '-')}" if key in f else f"{label} varies")
+    users = f"{_listing(f['users'])} user(s)" if "users" in f else "users vary"
+    figure = {"per_user": "per-user figure", "aggregate": "aggregate figure"}.get(f.get("figure"), "figure "
+              + (_listing(f["figure"]) if "figure" in f else "per user or aggregate (shown per row)"))
+    return [
+        ("Hardware", said("hardware", _listing(f["hardware"]) if "hardware" in f else None)),
+        ("Model", said("model", model_text)),
+        ("Quantization", said("quantization", _listing(f["quantization"]) if "quantization" in f else None)),
+        ("Software and version", said("software", software_text)),
+        ("Lengths", said("lengths", ", ".join(length_parts))),
+        ("Concurrency", said("concurrency", f"{users}, {figure}")),
+        ("Nature", "measured: every figure is a measurement with its procedure and source (see its footnote); "
+                   "calc. columns are computed by tpsdb and never fill a measured cell"),
+    ]
+
+
+# ------------------------------------------------------------------------------------------------ helpers
+def _measured(notes: _Footnotes, r: Mapping | None, hint: str = "") -> Cell:
+    if r is None:
+        return Cell(kind="measured")
+    picked = f"; the pick rule chose it among {r['n_qualifying']} qualifying figures" if r.get("n_qualifying", 1) > 1 else ""
+    description = f"{fmt_software(r)} · {fmt_lengths(r)} · {fmt_concurrency(r)}{picked}"
+    return Cell(text=fmt_number(r["tokens_per_second"]), value=r["tokens_per_second"], kind="measured",
+                footnote=notes.measurement(r), hint=(hint + " · " if hint else "") + description)
+
+
+def _calc(value: float | None, formatter, hint: str) -> Cell:
+    return Cell(text=formatter(value), value=None if value is None else round(value, 6), kind="calc",
+                hint=hint if value is not None else None)
+
+
+def _text(value: Any, href: str | None = None, hint: str | None = None) -> Cell:
+    return Cell(text="" if value is None else str(value), value=value, href=href, hint=hint)
+
+
+def _pick_note(d: Definition) -> str:
+    reason = f" Why: {d.pick_reason}" if d.pick_reason else ""
+    return f"When several validated measurements qualify for a cell, it shows {d.pick_text} (pick = \"{d.pick}\").{reason}"
+
+
+def _common_notes(d: Definition, table_rows: list[dict[str, Cell]], calc: bool = True) -> list[str]:
+    notes = [_pick_note(d)]
+    if calc:
+        notes.append(CALC_NOTE)
+    return notes
+
+
+def _finish(d: Definition, columns, rows, fixed, notes, footnotes: _Footnotes, chart=None, total=None) -> Table:
+    table = Table(definition=d, columns=columns, rows=rows, held_fixed=fixed, notes=notes,
+                  footnotes=footnotes.items, chart=chart, total_rows=total)
+    if table.empty:
+        table.notes.insert(0, NO_MEASUREMENT)
+    return table
+
+
+def _bandwidth_cell(notes: _Footnotes, hardware: str, bandwidth: float | None, url: str | None) -> Cell:
+    if bandwidth is None:
+        return Cell(kind="reference", hint="memory bandwidth unknown: no cited source in the hardware reference")
+    return Cell(text=fmt_number(bandwidth), value=bandwidth, kind="reference",
+                footnote=notes.reference(url, f"Memory bandwidth of {hardware}"),
+                hint=f"{hardware}: {fmt_number(bandwidth)} GB/s, as stated by its source")
+
+
+# ------------------------------------------------------------------------------------ 1–2. machines, ceiling
+def build_machines(conn: Connection, d: Definition) -> Table:
+    """One model file, one test: one row per machine with its memory bandwidth and the figure picked for it.
+
+    The ceiling kind adds the computed maximum (bandwidth ÷ bytes read per token) and the share of it reached.
+    """
+    ceiling = d.kind == "ceiling"
+    picked = {r["hardware"]: r for r in _picked(conn, d, ["hardware"])}
+    notes = _Footnotes()
+    if d.rows:
+        names = list(d.rows)
+    else:
+        names = sorted(picked, key=lambda h: (-picked[h]["tokens_per_second"], h))
+    facts = _hardware_facts(conn, [n for n in names if n not in picked])
+    files = [r for r in _model_files(conn, d.fixed["model"], d.fixed["quantization"]) if r["size_bytes"]]
+    only_file = files[0] if len(files) == 1 else None
+
+    columns = [Column("hardware", "Hardware"),
+               Column("bandwidth_gbs", "Memory bandwidth (GB/s)", "reference", "as stated by the cited source"),
+               Column("tokens_per_second", "Measured (tokens/s)", "measured")]
+    if ceiling:
+        columns += [Column("ceiling_tps", "Max. (calc.) (tokens/s)", "calc",
+                           "memory bandwidth ÷ bytes read per token (file size × active share)"),
+                    Column("share", "Share of max. reached (calc.)", "calc", "measured ÷ max.")]
+    columns += [Column("software", "Software"), Column("figures", "Qualifying figures")]
+
+    rows, points, reads = [], [], Counter()
+    for name in names:
+        r = picked.get(name)
+        if r is not None:
+            bandwidth, url = r["memory_bandwidth_gbs"], r["bandwidth_source_url"]
+            size, params, active = r["file_size_gb"], r["params_b"], r["active_params_b"]
+        else:
+            fact = facts.get(name)
+            bandwidth = fact["memory_bandwidth_gbs"] if fact else None
+            url = fact["bandwidth_source_url"] if fact else None
+            size = only_file["size_bytes"] / 1e9 if only_file else None
+            params = only_file["params_b"] if only_file else None
+            active = only_file["active_params_b"] if only_file else None
+        if d.require_bandwidth and bandwidth is None:
+            continue
+        row = {"hardware": _text(name, hint=None if (r or name in facts) else "not in the database"),
+               "bandwidth_gbs": _bandwidth_cell(notes, name, bandwidth, url),
+               "tokens_per_second": _measured(notes, r)}
+        if ceiling:
+            max_tps = ceiling_tokens_per_second(bandwidth, size, params, active) if bandwidth and size else None
+            share = (active / params) if params and active else 1.0
+            formula = (f"{fmt_number(bandwidth)} GB/s ÷ ({fmt_number(size)} GB × {share:.4f} active share)"
+                       if share != 1.0 else f"{fmt_number(bandwidth)} GB/s ÷ {fmt_number(size)} GB")
+            row["ceiling_tps"] = _calc(max_tps, fmt_calc, f"{formula} = {fmt_calc(max_tps)} tokens/s")
+            reached = r["tokens_per_second"] / max_tps if (r is not None and max_tps) else None
+            row["share"] = _calc(reached, fmt_percent,
+                                 f"{fmt_number(r['tokens_per_second']) if r else ''} ÷ {fmt_calc(max_tps)}")
+            if size:
+                reads[round(size * share, 4)] += 1
+        row["software"] = _text(fmt_software(r) if r else None)
+        row["figures"] = _text(r["n_qualifying"] if r else 0)
+        rows.append(row)
+        if r is not None and bandwidth:
+            points.append({"label": name, "bandwidth_gbs": bandwidth, "tokens_per_second": r["tokens_per_second"]})
+            if not ceiling and size:
+                reads[round(size * ((active / params) if params and active else 1.0), 4)] += 1
+
+    table_notes = _common_notes(d, rows, calc=ceiling)
+    if ceiling:
+        table_notes.append("Max. (calc.) = memory bandwidth ÷ bytes read per token. A dense model reads its whole "
+                           "file per token; a mixture-of-experts model about its active share (active ÷ total "
+                           "parameters) of it. It is a ceiling never reached, not a prediction.")
+    if d.require_bandwidth:
+        table_notes.append("Machines whose memory bandwidth has no cited source are left out (require_bandwidth).")
+    read_gb = reads.most_common(1)[0][0] if reads else None
+    chart = {"type": "bandwidth", "points": points, "read_gb": read_gb,
+             "title": f"{_listing(d.fixed['model'])} {_listing(d.fixed['quantization'])}: measured vs memory bandwidth"}
+    varies = {"hardware": "one machine per row"}
+    return _finish(d, columns, rows, held_fixed(conn, d, varies), table_notes, notes, chart)
+
+
+# --------------------------------------------------------------------------------------------- 3. quantization
+def build_quantization(conn: Connection, d: Definition) -> Table:
+    """Formats side by side: one row per machine, one measured column per format, speed-ups and size ratios (calc.)."""
+    formats, base = list(d.columns), d.baseline
+    picked = _picked(conn, d, ["hardware", "quantization"], extra={"quantization": tuple(formats)})
+    cells: dict[str, dict[str, Mapping]] = {}
+    for r in picked:
+        cells.setdefault(r["hardware"], {})[r["quantization"]] = r
+    if d.rows:
+        names = list(d.rows)
+    else:
+        def order(h: str):
+            b = cells[h].get(base)
+            return (b is None, -(b["tokens_per_second"] if b else 0), h)
+        names = sorted(cells, key=order)
+    others = [q for q in formats if q != base]
+    notes = _Footnotes()
+    columns = [Column("hardware", "Hardware")]
+    columns += [Column(f"tps_{q}", f"{q} (tokens/s)", "measured") for q in formats]
+    columns += [Column(f"speedup_{q}", f"{q} speed ÷ {base} (calc.)", "calc", f"measured {q} ÷ measured {base}")
+                for q in others]
+    columns += [Column(f"size_{q}", f"{base} size ÷ {q} size (calc.)", "calc", "file sizes of the measured files")
+                for q in others]
+    columns.append(Column("software", "Software"))
+    rows, chart_rows = [], []
+    for name in names:
+        by_q = cells.get(name, {})
+        row = {"hardware": _text(name)}
+        for q in formats:
+            row[f"tps_{q}"] = _measured(notes, by_q.get(q))
+        b = by_q.get(base)
+        speedups = {}
+        for q in others:
+            o = by_q.get(q)
+            value = o["tokens_per_second"] / b["tokens_per_second"] if (o and b) else None
+            speedups[q] = value
+            row[f"speedup_{q}"] = _calc(value, fmt_ratio, f"{fmt_number(o['tokens_per_second']) if o else ''} ÷ "
+                                                          f"{fmt_number(b['tokens_per_second']) if b else ''}")
+        for q in others:
+            o = by_q.get(q)
+            value = b["file_size_gb"] / o["file_size_gb"] if (o and b and o["file_size_gb"]) else None
+            row[f"size_{q}"] = _calc(value, fmt_ratio, f"{fmt_number(b['file_size_gb']) if b else ''} GB ÷ "
+                                                       f"{fmt_number(o['file_size_gb']) if o else ''} GB")
+        row["software"] = _text(", ".join(dict.fromkeys(fmt_software(r) for r in by_q.values())) or None)
+        rows.append(row)
+        if any(v is not None for v in speedups.values()):
+            chart_rows.append({"label": name, "speedups": speedups})
+    varies = {"quantization": f"one format per column: {', '.join(formats)} (ratios relative to {base})",
+              "hardware": _listing(d.fixed["hardware"]) if "hardware" in d.fixed else "one machine per row"}
+    table_notes = _common_notes(d, rows)
+    table_notes.append("Each cell is picked on its own; when the software version is not held fixed, the footnotes "
+                       "say which version each figure comes from.")
+    chart = {"type": "speedup", "rows": chart_rows, "formats": others, "baseline": base,
+             "title": f"{_listing(d.fixed['model'])}: generation speed-up over {base} (calc.)"}
+    return _finish(d, columns, rows, held_fixed(conn, d, varies), table_notes, notes, chart)
+
+
+# ------------------------------------------------------------------------------------------------ 4. versions
+def build_versions(conn: Connection, d: Definition) -> Table:
+    """One machine and model file across the versions (and speed-changing options) of one program, oldest first."""
+    formats = list(d.columns) if d.columns else [d.fixed["quantization"]]
+    formats = [f for v in formats for f in (v if isinstance(v, tuple) else (v,))]
+    extra = {"quantization": tuple(formats)} if d.columns else {}
+    if d.rows:
+        extra["software_version"] = tuple(d.rows)
+    picked = _picked(conn, d, ["software_version", "software_options", "quantization"], extra=extra,
+                     windows={"first_seen": "MIN(COALESCE(published_at, retrieved_at))"})
+    groups: dict[tuple[str, str], dict[str, Mapping]] = {}
+    for r in picked:
+        groups.setdefault((r["software_version"], r["software_options"]), {})[r["quantization"]] = r
+
+    def first_seen(key):
+        return min(_date(r["first_seen"]) or "" for r in groups[key].values())
+
+    def build(key):
+        return next(iter(groups[key].values()))["build_number"]
+
+    keys = list(groups)
+    if d.rows:
+        position = {v: i for i, v in enumerate(d.rows)}
+        keys.sort(key=lambda k: (position[k[0]], first_seen(k), k[1]))
+        keys += [(v, None) for v in d.rows if not any(k[0] == v for k in keys)]
+        order_note = "Rows are in the order the definition lists the versions."
+    elif keys and all(build(k) is not None for k in keys):
+        keys.sort(key=lambda k: (build(k), first_seen(k), k[1]))
+        order_note = "Rows are in build-number order (oldest first)."
+    else:
+        keys.sort(key=lambda k: (first_seen(k), build(k) if build(k) is not None else -1, k[0], k[1]))
+        order_note = ("Rows are in date order, oldest first: the date of the first published figure of each version "
+                      "(not every version has a build number).")
+    notes = _Footnotes()
+    columns = [Column("version", "Version"), Column("options", "Options"), Column("first_seen", "First figure")]
+    columns += [Column(f"tps_{q}", f"{q} (tokens/s)", "measured") for q in formats]
+    columns += [Column(f"change_{q}", f"{q} vs oldest (calc.)", "calc", "change from the first row with a figure")
+                for q in formats]
+    rows = []
+    oldest: dict[str, float] = {}
+    for key in keys:
+        by_q = groups.get(key, {})
+        row = {"version": _text(key[0]), "options": _text(fmt_options(key[1]) if key[1] else None),
+               "first_seen": _text(first_seen(key) if by_q else None)}
+        for q in formats:
+            row[f"tps_{q}"] = _measured(notes, by_q.get(q))
+        for q in formats:
+            r = by_q.get(q)
+            value = None
+            if r is not None:
+                oldest.setdefault(q, r["tokens_per_second"])
+                value = r["tokens_per_second"] / oldest[q] - 1
+            row[f"change_{q}"] = _calc(value, fmt_change, f"{fmt_number(r['tokens_per_second']) if r else ''} ÷ "
+                                                          f"{fmt_number(oldest.get(q))} − 1")
+        rows.append(row)
+    varies = {"software": f"{_listing(d.fixed['software'])}, one version (and set of options) per row"}
+    if d.columns:
+        varies["quantization"] = f"one format per column: {', '.join(formats)}"
+    table_notes = _common_notes(d, rows) + [order_note]
+    return _finish(d, columns, rows, held_fixed(conn, d, varies), table_notes, notes)
+
+
+# ------------------------------------------------------------------------------------------------ 5. software
+def build_software(conn: Connection, d: Definition) -> Table:
+    """One model on one machine across programs (llama.cpp, Ollama, vLLM, SGLang, MLX…): one row per program."""
+    partition = ["software"] + ([] if "quantization" in d.fixed else ["quantization"])
+    extra = {"software": tuple(d.rows)} if d.rows else None
+    picked = _picked(conn, d, partition, extra=extra)
+    if d.rows:
+        position = {s: i for i, s in enumerate(d.rows)}
+        picked.sort(key=lambda r: (position[r["software"]], -r["tokens_per_second"]))
+        present = {r["software"] for r in picked}
+        entries = [(r["software"], r) for r in picked] + [(s, None) for s in d.rows if s not in present]
+        entries.sort(key=lambda e: position[e[0]])
+    else:
+        entries = [(r["software"], r) for r in sorted(picked, key=lambda r: (-r["tokens_per_second"], r["software"]))]
+    notes = _Footnotes()
+    columns = [Column("software", "Software"), Column("version", "Version"), Column("options", "Options")]
+    if "quantization" not in d.fixed:
+        columns.append(Column("quantization", "Quantization"))
+    columns += [Column("lengths", "Lengths"), Column("tokens_per_second", "Measured (tokens/s)", "measured"),
+                Column("figures", "Qualifying figures")]
+    rows = []
+    for name, r in entries:
+        row = {"software": _text(name), "version": _text(r["software_version"] if r else None),
+               "options": _text(fmt_options(r["software_options"]) if r else None)}
+        if "quantization" not in d.fixed:
+            row["quantization"] = _text(r["quantization"] if r else None)
+        row["lengths"] = _text(fmt_lengths(r) if r else None)
+        row["tokens_per_second"] = _measured(notes, r)
+        row["figures"] = _text(r["n_qualifying"] if r else 0)
+        rows.append(row)
+    varies = {"software": "one program per row (its version as picked)"}
+    return _finish(d, columns, rows, held_fixed(conn, d, varies), _common_notes(d, rows, calc=False), notes)
+
+
+# --------------------------------------------------------------------------------------------- 6. concurrency
+def build_concurrency(conn: Connection, d: Definition) -> Table:
+    """One user, then N: per-user and aggregate figures as measured, the per-user share and the gain (calc.)."""
+    extra = {"users": tuple(d.rows)} if d.rows else None
+    picked = _picked(conn, d, ["users", "figure"], extra=extra)
+    cells: dict[int, dict[str, Mapping]] = {}
+    for r in picked:
+        cells.setdefault(r["users"], {})[r["figure"]] = r
+    user_counts = list(d.rows) if d.rows else sorted(cells)
+    single = cells.get(1, {})
+    reference = single.get("aggregate") or single.get("per_user")
+    notes = _Footnotes()
+    columns = [Column("users", "Users"),
+               Column("per_user", "Per user (tokens/s)", "measured"),
+               Column("aggregate", "Aggregate (tokens/s)", "measured"),
+               Column("per_user_calc", "Per user = aggregate ÷ users (calc.)", "calc"),
+               Column("gain", "Aggregate gain over 1 user (calc.)", "calc",
+                      "aggregate figure ÷ the one-user figure"),
+               Column("software", "Software")]
+    rows, series = [], []
+    for n in user_counts:
+        by_f = cells.get(n, {})
+        agg, per = by_f.get("aggregate"), by_f.get("per_user")
+        row = {"users": _text(n), "per_user": _measured(notes, per), "aggregate": _measured(notes, agg)}
+        share = agg["tokens_per_second"] / n if agg else None
+        row["per_user_calc"] = _calc(share, fmt_calc, f"{fmt_number(agg['tokens_per_second']) if agg else ''} ÷ {n}")
+        gain = agg["tokens_per_second"] / reference["tokens_per_second"] if (agg and reference) else None
+        row["gain"] = _calc(gain, fmt_ratio, f"{fmt_number(agg['tokens_per_second']) if agg else ''} ÷ "
+                                             f"{fmt_number(reference['tokens_per_second']) if reference else ''}")
+        row["software"] = _text(", ".join(dict.fromkeys(fmt_software(r) for r in by_f.values())) or None)
+        rows.append(row)
+        series.append({"users": n, "aggregate": agg["tokens_per_second"] if agg else None,
+                       "per_user": per["tokens_per_second"] if per else None, "per_user_calc": share})
+    table_notes = _common_notes(d, rows)
+    table_notes.append("The gain divides each aggregate figure by the one-user figure of the same conditions (the "
+                       "aggregate at 1 user when there is one, else the per-user figure at 1 user); with one user the "
+                       "two are the same quantity.")
+    if reference is None:
+        table_notes.append("No one-user figure qualifies, so no gain can be computed.")
+    varies = {"concurrency": "one number of concurrent users per row; per-user and aggregate figures in their own "
+                             "columns"}
+    chart = {"type": "concurrency", "series": series,
+             "title": f"{_listing(d.fixed['model'])} on {_listing(d.fixed['hardware'])}: aggregate vs per user"}
+    return _finish(d, columns, rows, held_fixed(conn, d, varies), table_notes, notes, chart)
+
+
+# ------------------------------------------------------------------------------------------------- 7. sources
+def build_sources(conn: Connection, d: Definition) -> Table:
+    """Every source that measured one machine (within the fixed conditions), with one example figure each."""
+    picked = _picked(conn, d, ["source_home_url"])
+    picked.sort(key=lambda r: (-r["n_qualifying"], r["source_home_url"]))
+    total = len(picked)
+    if d.limit:
+        picked = picked[: d.limit]
+    notes = _Footnotes()
+    columns = [Column("source", "Source"), Column("figures", "Figures"),
+               Column("example", "Example (tokens/s)", "measured"), Column("model", "Model"),
+               Column("quantization", "Quantization"), Column("software", "Software"), Column("lengths", "Lengths"),
+               Column("concurrency", "Concurrency")]
+    rows = []
+    for r in picked:
+        rows.append({
+            "source": _text(r["source_title"] or r["source_home_url"], href=r["source_home_url"]),
+            "figures": _text(r["n_qualifying"]),
+            "example": _measured(notes, r),
+            "model": _text(r["model"]),
+            "quantization": _text(r["quantization"]),
+            "software": _text(fmt_software(r)),
+            "lengths": _text(fmt_lengths(r)),
+            "concurrency": _text(fmt_concurrency(r)),
+        })
+    varies = {"model": _listing(d.fixed["model"]) if "model" in d.fixed else "varies (shown per row)",
+              "concurrency": fmt_fixed_concurrency(d) or "varies (shown per row)"}
+    table_notes = [f"One row per source; the example is {d.pick_text} among that source's qualifying figures "
+                   f"(pick = \"{d.pick}\"). \"Figures\" counts them."]
+    if d.pick_reason:
+        table_notes[0] += f" Why: {d.pick_reason}"
+    if total > len(rows):
+        table_notes.append(f"Showing the {len(rows)} sources with the most figures, of {total}.")
+    return _finish(d, columns, rows, held_fixed(conn, d, varies), table_notes, notes,
+                   total=total if total > len(rows) else None)
+
+
+def fmt_fixed_concurrency(d: Definition) -> str | None:
+    if "users" not in d.fixed and "figure" not in d.fixed:
+        return None
+    users = f"{_listing(d.fixed['users'])} user(s)" if "users" in d.fixed else "users vary"
+    figure = d.fixed.get("figure", "per user or aggregate")
+    return f"{users}, {str(figure).replace('_', '-')} figure"
+
+
+# -------------------------------------------------------------------------------------------------- 8. spread
+_DIMENSIONS = (
+    ("software", fmt_software),
+    ("options", lambda r: fmt_options(r["software_options"]) or "none"),
+    ("quantization", lambda r: r["quantization"]),
+    ("lengths", fmt_lengths),
+    ("concurrency", fmt_concurrency),
+    ("source", lambda r: r["source_title"] or r["source_home_url"]),
+)
+
+
+def build_spread(conn: Connection, d: Definition) -> Table:
+    """Every qualifying figure for one model on one machine, highest first, with what differs from the top one."""
+    ranked, total = _ranked(conn, d)
+    notes = _Footnotes()
+    columns = [Column("rank", "Rank"), Column("tokens_per_second", "Measured (tokens/s)", "measured"),
+               Column("vs_top", "Share of #1 (calc.)", "calc", "this figure ÷ the highest"),
+               Column("software", "Software"), Column("quantization", "Quantization"), Column("lengths", "Lengths"),
+               Column("concurrency", "Concurrency"), Column("source", "Source"),
+               Column("differs", "Differs from #1")]
+    rows = []
+    top = ranked[0] if ranked else None
+    for rank, r in enumerate(ranked, 1):
+        differs = [f"{name}: {fn(r)}" for name, fn in _DIMENSIONS if fn(r) != fn(top)]
+        rows.append({
+            "rank": _text(rank),
+            "tokens_per_second": _measured(notes, r),
+            "vs_top": _calc(r["tokens_per_second"] / top["tokens_per_second"], fmt_percent,
+                            f"{fmt_number(r['tokens_per_second'])} ÷ {fmt_number(top['tokens_per_second'])}"),
+            "software": _text(fmt_software(r)),
+            "quantization": _text(r["quantization"]),
+            "lengths": _text(fmt_lengths(r)),
+            "concurrency": _text(fmt_concurrency(r)),
+            "source": _text(r["source_title"] or r["source_home_url"], href=r["source_home_url"]),
+            "differs": _text("(the highest figure)" if rank == 1 else
+                             ("; ".join(differs) or "nothing recorded: same conditions, another run")),
+        })
+    table_notes = ["Every qualifying figure, highest first; no pick rule applies. \"Differs from #1\" lists the "
+                   "recorded conditions in which a figure differs from the highest one.", CALC_NOTE]
+    if total > len(rows):
+        table_notes.append(f"Showing the {len(rows)} highest of {total} figures (limit = {d.limit}).")
+    return _finish(d, columns, rows, held_fixed(conn, d, {}), table_notes, notes,
+                   total=total if total > len(rows) else None)
+
+
+BUILDERS = {
+    "machines": build_machines,
+    "ceiling": build_machines,
+    "quantization": build_quantization,
+    "versions": build_versions,
+    "software": build_software,
+    "concurrency": build_concurrency,
+    "sources": build_sources,
+    "spread": build_spread,
+}
+
+
+def build_table(conn: Connection, d: Definition) -> Table:
+    return BUILDERS[d.kind](conn, d)
+
+
+def build_tables(engine, definitions: Iterable[Definition]) -> list[Table]:
+    """Every table of the definitions, read in one read-only transaction (one consistent view of the data)."""
+    with engine.connect() as conn:
+        return [build_table(conn, d) for d in definitions]

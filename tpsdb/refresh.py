@@ -1,0 +1,423 @@
+"""One source, end to end, in one transaction: fetch (archiving every response first), parse, store, keep history.
+
+A failure leaves the data exactly as before; only the run log (refresh_run) records that the run happened.
+Parsing reads stored snapshots only, so `reparse` is the same code without the network.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import os
+import time
+import zlib
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
+from datetime import date, datetime, timedelta, timezone
+from pathlib import Path
+from typing import Callable, Iterator
+
+from sqlalchemy import Engine, update
+from sqlmodel import Session, select
+
+from . import config
+from .collect.extract import PostContext, extract_post
+from .collect.github import PageFormatError, canonical_url, fetch_discussion_graphql, fetch_discussion_html
+from .collect.github import Post as FetchedPost
+from .collect.github import posts_from_graphql, posts_from_html_page
+from .collect.http import Cached, FetchError, Fetched, PoliteSession
+from .models import Measurement, Post, RefreshRun, Rejection, Snapshot, Source, Status
+from .sources import SourceSpec
+from .store import Provenance, Store
+
+Progress = Callable[[str], None]
+
+
+class RefreshBusy(Exception):
+    """Another refresh holds this database."""
+
+
+@dataclass
+class RunSummary:
+    source: str
+    status: str = "running"  # ok, unchanged, failed
+    transport: str | None = None
+    requests: int = 0
+    not_modified: int = 0
+    posts: int = 0
+    new: int = 0
+    changed: int = 0
+    withdrawn: int = 0
+    rejected: int = 0
+    duration_s: float = 0.0
+    error: str | None = None
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def utcnow() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+# ------------------------------------------------------------------------------------------------- locking
+@contextmanager
+def refresh_lock(engine: Engine, wait: bool) -> Iterator[None]:
+    """One refresh at a time per database: a lock file beside a SQLite file, an advisory lock on PostgreSQL."""
+    if engine.dialect.name == "sqlite":
+        path = Path(engine.url.database or "memory").with_suffix(".refresh.lock")
+        with open(path, "a+") as handle:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
+            except BlockingIOError:
+                handle.seek(0)
+                holder = handle.read().strip() or "?"
+                raise RefreshBusy(f"another refresh is running on this database (pid {holder}); "
+                                  "try again when it ends, or pass --wait") from None
+            handle.seek(0)
+            handle.truncate()
+            handle.write(str(os.getpid()))
+            handle.flush()
+            try:
+                yield
+            finally:
+                fcntl.flock(handle, fcntl.LOCK_UN)
+        return
+    key = zlib.crc32(b"tpsdb-refresh")
+    with engine.connect() as conn:
+        if wait:
+            conn.exec_driver_sql(f"SELECT pg_advisory_lock({key})")
+        elif not conn.exec_driver_sql(f"SELECT pg_try_advisory_lock({key})").scalar():
+            raise RefreshBusy("another refresh is running on this database; try again when it ends, or pass --wait")
+        try:
+            yield
+        finally:
+            conn.exec_driver_sql(f"SELECT pg_advisory_unlock({key})")
+
+
+# ----------------------------------------------------------------------------------------------- run log
+def _start_run(engine: Engine, source_id: int, transport: str) -> int:
+    with Session(engine) as s:
+        # A run left "running" by a killed process is over: say so rather than leave it pending forever.
+        s.execute(update(RefreshRun).where(RefreshRun.source_id == source_id, RefreshRun.status == "running")
+                  .values(status="failed", error="interrupted (the process ended before the run finished)"))
+        run = RefreshRun(source_id=source_id, started_at=utcnow(), transport=transport)
+        s.add(run)
+        s.commit()
+        return run.id
+
+
+def _finish_run(engine: Engine, run_id: int, summary: RunSummary, snapshot_ids: list[int] | None) -> None:
+    with Session(engine) as s:
+        run = s.get(RefreshRun, run_id)
+        run.finished_at = utcnow()
+        run.status = summary.status
+        run.requests, run.not_modified = summary.requests, summary.not_modified
+        run.new_figures, run.changed_figures = summary.new, summary.changed
+        run.withdrawn_figures, run.rejected_figures = summary.withdrawn, summary.rejected
+        run.error = summary.error
+        run.snapshot_ids = json.dumps(snapshot_ids) if snapshot_ids is not None else None
+        s.commit()
+
+
+def last_good_run(session: Session, source_id: int) -> RefreshRun | None:
+    return session.exec(
+        select(RefreshRun).where(RefreshRun.source_id == source_id, RefreshRun.status.in_(("ok", "unchanged")))
+        .order_by(RefreshRun.id.desc())
+    ).first()
+
+
+def sync_source(session: Session, spec: SourceSpec) -> Source:
+    """The source's row, created or brought in line with its file."""
+    row = session.exec(select(Source).where(Source.url == spec.url)).first() or Source(url=spec.url)
+    changes = {"key": spec.key, "kind": spec.kind, "title": spec.title, "licence": spec.licence,
+               "refresh_interval_hours": spec.refresh_interval_hours}
+    if row.id is None or any(getattr(row, k) != v for k, v in changes.items()):
+        for k, v in changes.items():
+            setattr(row, k, v)
+        session.add(row)
+        session.flush()
+    return row
+
+
+# ----------------------------------------------------------------------------------------------- refresh
+class _Archive:
+    """Stores each response as a snapshot before anything reads it, and serves the previous ones."""
+
+    def __init__(self, session: Session, source: Source, base_url: str):
+        self.session, self.source, self.base_url = session, source, base_url
+        self.chain: list[Snapshot] = []
+        self.unchanged = True
+        self.previous: dict[str, Snapshot] = {}
+        run = last_good_run(session, source.id)
+        if run and run.snapshot_ids:
+            for snap_id in json.loads(run.snapshot_ids):
+                snap = session.get(Snapshot, snap_id)
+                self.previous[snap.canonical_url] = snap
+            self.previous_count = len(json.loads(run.snapshot_ids))
+        else:
+            self.previous_count = -1
+            self.unchanged = False
+
+    def key(self, fetched: Fetched) -> str:
+        """A page's identity: its canonical address (GraphQL: one URL, so the request body tells pages apart)."""
+        url = canonical_url(fetched.url, self.base_url)
+        if fetched.request_body:
+            url += "#" + hashlib.sha256(fetched.request_body).hexdigest()[:16]
+        return url
+
+    def cached(self, url: str) -> Cached | None:
+        snap = self.previous.get(canonical_url(url, self.base_url))
+        if snap is None:
+            return None
+        return Cached(etag=snap.etag, last_modified=snap.last_modified, sha256=snap.sha256, body=snap.body)
+
+    def on_response(self, fetched: Fetched) -> None:
+        key = self.key(fetched)
+        before = self.previous.get(key)
+        if fetched.status == 304:
+            self.chain.append(before)
+            return
+        sha = hashlib.sha256(fetched.body).hexdigest()
+        if before is not None and before.sha256 == sha:
+            self.chain.append(before)  # same bytes: nothing to archive again
+            return
+        self.unchanged = False
+        snap = self.session.exec(select(Snapshot).where(
+            Snapshot.source_id == self.source.id, Snapshot.fetched_url == fetched.url, Snapshot.sha256 == sha)).first()
+        if snap is None:
+            snap = Snapshot(source_id=self.source.id, fetched_url=fetched.url, canonical_url=key, sha256=sha,
+                            body=fetched.body, http_status=fetched.status, etag=fetched.etag,
+                            last_modified=fetched.last_modified, content_type=fetched.headers.get("content-type"),
+                            page_index=len(self.chain), retrieved_at=fetched.retrieved_at)
+            self.session.add(snap)
+            self.session.flush()
+        self.chain.append(snap)
+
+
+def refresh_source(engine: Engine, spec: SourceSpec, *, session_factory: Callable[[], PoliteSession],
+                   progress: Progress = lambda message: None, today: date | None = None) -> RunSummary:
+    """Refresh one source in one transaction. Never raises for a fetch or page fault: the summary says it."""
+    token = config.github_token()
+    summary = RunSummary(source=spec.key, transport="graphql" if token else "html")
+    started = time.monotonic()
+    with Session(engine) as setup:
+        source_id = sync_source(setup, spec).id
+        setup.commit()
+    run_id = _start_run(engine, source_id, summary.transport)
+    chain_ids = None
+    http = session_factory()
+    http.on_request = lambda url: progress(f"{spec.key}: request {http.requests_made}: {url.split('?')[0]}")
+    try:
+        with Session(engine) as session:
+            source = session.get(Source, source_id)
+            archive = _Archive(session, source, config.github_url())
+            owner, repo, number = spec.discussion
+            if token:
+                fetch_discussion_graphql(http, config.github_api_url(), token, owner, repo, number,
+                                         on_response=archive.on_response)
+            else:
+                fetch_discussion_html(http, config.github_url(), owner, repo, number,
+                                      on_response=archive.on_response, previous=archive.cached)
+            summary.requests, summary.not_modified = http.requests_made, http.not_modified
+            chain_ids = [snap.id for snap in archive.chain]
+            if archive.unchanged and len(archive.chain) == archive.previous_count:
+                summary.status = "unchanged"  # nothing to parse, nothing to write
+            else:
+                progress(f"{spec.key}: parsing {len(archive.chain)} pages")
+                apply_snapshots(session, source, spec, archive.chain, summary.transport, summary,
+                                today=today, force=False)
+                session.commit()
+                summary.status = "ok"
+    except (FetchError, PageFormatError) as error:
+        summary.status, summary.error = "failed", str(error)
+        chain_ids = None
+    except Exception as error:  # a parser bug must fail this source, not the whole command
+        summary.status, summary.error = "failed", f"{type(error).__name__}: {error}"
+        chain_ids = None
+    finally:
+        http.close()
+        summary.requests, summary.not_modified = http.requests_made, http.not_modified
+        summary.duration_s = round(time.monotonic() - started, 3)
+        _finish_run(engine, run_id, summary, chain_ids)
+    return summary
+
+
+def reparse_source(engine: Engine, spec: SourceSpec, *, progress: Progress = lambda message: None,
+                   today: date | None = None) -> RunSummary:
+    """Re-derive every figure of a source from its last archived pages, without the network."""
+    summary = RunSummary(source=spec.key, transport="archive")
+    started = time.monotonic()
+    with Session(engine) as session:
+        source = sync_source(session, spec)
+        run = last_good_run(session, source.id)
+        if run is None or not run.snapshot_ids:
+            summary.status, summary.error = "failed", "no archived pages: run `tpsdb refresh` first"
+            return summary
+        chain = [session.get(Snapshot, i) for i in json.loads(run.snapshot_ids)]
+        progress(f"{spec.key}: reparsing {len(chain)} archived pages")
+        try:
+            apply_snapshots(session, source, spec, chain, run.transport, summary, today=today, force=True)
+            session.commit()
+            summary.status = "ok"
+        except (PageFormatError, ValueError) as error:
+            session.rollback()
+            summary.status, summary.error = "failed", str(error)
+    summary.duration_s = round(time.monotonic() - started, 3)
+    return summary
+
+
+# ---------------------------------------------------------------------------------------- posts -> figures
+def _posts(chain: list[Snapshot], transport: str, spec: SourceSpec) -> list[tuple[FetchedPost, Snapshot]]:
+    """The posts of a run's pages, each with the page (snapshot) it was read from."""
+    owner, repo, number = spec.discussion
+    out, seen = [], set()
+    for index, snap in enumerate(chain):
+        if transport == "graphql":  # every answer repeats the opening post: the first page's reading wins
+            posts = posts_from_graphql([snap.body], owner, repo, number)
+        else:
+            posts = posts_from_html_page(snap.body, owner, repo, number, first=index == 0)
+        for post in posts:
+            if post.external_id not in seen:  # pages may overlap: the first reading wins
+                seen.add(post.external_id)
+                out.append((post, snap))
+    return out
+
+
+def _date(value: str | None) -> datetime | None:
+    if not value:
+        return None
+    return datetime.fromisoformat(value.replace("Z", "+00:00")).astimezone(timezone.utc)
+
+
+def apply_snapshots(session: Session, source: Source, spec: SourceSpec, chain: list[Snapshot], transport: str,
+                    summary: RunSummary, *, today: date | None, force: bool) -> None:
+    """Bring the stored posts and figures of a source in line with the pages of one run."""
+    store = Store(session, today=today)
+    retrieved = max(snap.retrieved_at for snap in chain).date().isoformat()
+    existing = {p.external_id: p for p in session.exec(select(Post).where(Post.source_id == source.id))}
+    seen: set[str] = set()
+    for fetched, snap in _posts(chain, transport, spec):
+        seen.add(fetched.external_id)
+        summary.posts += 1
+        body_sha = hashlib.sha256(fetched.body_html.encode()).hexdigest()
+        row = existing.get(fetched.external_id)
+        if row is not None and not force and row.body_sha256 == body_sha and row.status == Status.active \
+                and row.deleted == fetched.deleted:
+            continue  # unchanged post: its figures stay as they are, same ids
+        row = _upsert_post(session, source, row, fetched, snap, body_sha)
+        ctx = PostContext(permalink=fetched.permalink, retrieved_at=retrieved,
+                          published_at=fetched.created_at[:10] if fetched.created_at else None,
+                          author=fetched.author, protocol=spec.protocol)
+        candidates = [] if fetched.deleted else extract_post(fetched.body_html, ctx)
+        _apply_candidates(session, store, source, row, snap, candidates, summary)
+    for external_id, row in existing.items():
+        if external_id not in seen and row.status == Status.active:
+            row.status = Status.withdrawn
+            session.add(row)
+            summary.withdrawn += _retire(session, row.id, set(), set(), Status.withdrawn)
+    store.flush()
+    session.flush()
+
+
+def _upsert_post(session: Session, source: Source, row: Post | None, fetched: FetchedPost, snap: Snapshot,
+                 body_sha: str) -> Post:
+    row = row or Post(source_id=source.id, external_id=fetched.external_id, permalink=fetched.permalink)
+    row.kind, row.parent_external_id, row.author = fetched.kind, fetched.parent_id, fetched.author
+    row.published_at, row.edited_at = _date(fetched.created_at), _date(fetched.edited_at)
+    row.minimized, row.deleted = fetched.minimized, fetched.deleted
+    row.body_sha256, row.snapshot_id, row.status = body_sha, snap.id, Status.active
+    session.add(row)
+    session.flush()
+    return row
+
+
+def _apply_candidates(session: Session, store: Store, source: Source, post: Post, snap: Snapshot,
+                      candidates: list, summary: RunSummary) -> None:
+    old_by_slot = {m.slot: m for m in session.exec(
+        select(Measurement).where(Measurement.post_id == post.id, Measurement.status == Status.active))}
+    figure_keys, rejection_keys, new_by_slot = set(), set(), {}
+    for candidate in candidates:
+        result = store.put(candidate.record, Provenance(source=source, post=post, snapshot_id=snap.id,
+                                                        slot=candidate.slot, extra_reasons=candidate.reasons))
+        if result.outcome.startswith("accepted"):
+            figure_keys.add(result.key)
+            if result.outcome == "accepted":
+                new_by_slot[candidate.slot] = result.key
+        else:
+            rejection_keys.add(result.key)
+            summary.rejected += result.outcome == "rejected"
+    store.flush()
+    _retire(session, post.id, figure_keys, rejection_keys, Status.superseded)
+    for slot, key in new_by_slot.items():
+        old = old_by_slot.get(slot)
+        if old is not None and old.figure_key != key:
+            summary.changed += 1
+            session.execute(update(Measurement).where(Measurement.figure_key == key)
+                            .values(supersedes_id=old.id))
+        else:
+            summary.new += 1
+
+
+def _retire(session: Session, post_id: int, keep_figures: set[str], keep_rejections: set[str], status: Status) -> int:
+    """Mark a post's active figures and rejections that are no longer read from it. Returns figures retired."""
+    retired = 0
+    for m in session.exec(select(Measurement).where(Measurement.post_id == post_id,
+                                                    Measurement.status == Status.active)):
+        if m.figure_key not in keep_figures:
+            m.status = status
+            session.add(m)
+            retired += 1
+    for r in session.exec(select(Rejection).where(Rejection.post_id == post_id, Rejection.status == Status.active)):
+        if r.candidate_key not in keep_rejections:
+            r.status = status
+            session.add(r)
+    session.flush()
+    return retired
+
+
+def due_sources(engine: Engine, specs: dict[str, SourceSpec], now: datetime | None = None) -> list[str]:
+    """Keys of the sources whose interval has passed since their last successful run (or that never ran)."""
+    now = now or utcnow()
+    due = []
+    with Session(engine) as session:
+        for key, spec in specs.items():
+            source = session.exec(select(Source).where(Source.url == spec.url)).first()
+            run = last_good_run(session, source.id) if source else None
+            if run is None or run.finished_at + timedelta(hours=spec.refresh_interval_hours) <= now:
+                due.append(key)
+    return due
+
+
+def source_status(engine: Engine, specs: dict[str, SourceSpec], now: datetime | None = None) -> list[dict]:
+    """One row per source file: last run, its status, when it is next due, and what it holds."""
+    now = now or utcnow()
+    rows = []
+    with Session(engine) as session:
+        for key, spec in specs.items():
+            source = session.exec(select(Source).where(Source.url == spec.url)).first()
+            last = good = None
+            figures = rejections = 0
+            if source is not None:
+                last = session.exec(select(RefreshRun).where(RefreshRun.source_id == source.id)
+                                    .order_by(RefreshRun.id.desc())).first()
+                good = last_good_run(session, source.id)
+                figures = len(session.exec(select(Measurement.id).where(
+                    Measurement.source_id == source.id, Measurement.status == Status.active)).all())
+                rejections = len(session.exec(select(Rejection.id).where(
+                    Rejection.source_id == source.id, Rejection.status == Status.active)).all())
+            next_due = good.finished_at + timedelta(hours=spec.refresh_interval_hours) if good else None
+            rows.append({
+                "key": key,
+                "kind": spec.kind,
+                "every_h": spec.refresh_interval_hours,
+                "last_run": last.started_at.isoformat(sep=" ", timespec="seconds") if last else None,
+                "status": last.status if last else "never run",
+                "next_due": "now" if next_due is None or next_due <= now
+                else next_due.isoformat(sep=" ", timespec="minutes"),
+                "figures": figures,
+                "rejections": rejections,
+                "url": spec.url,
+            })
+    return rows

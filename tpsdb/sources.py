@@ -1,0 +1,66 @@
+"""Source files: one declarative TOML file per source in sources/ (what to read, how often, under which licence,
+and the fixed protocol the thread states). Adding a thread of a known kind is adding a file, not code."""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import config
+
+KINDS = {"github_discussion"}
+_DISCUSSION = re.compile(r"^https://github\.com/([^/]+)/([^/]+)/discussions/(\d+)/?$")
+
+
+class SourceFileError(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class SourceSpec:
+    key: str
+    url: str
+    kind: str
+    title: str | None
+    licence: str | None
+    refresh_interval_hours: float
+    protocol: dict = field(default_factory=dict)
+
+    @property
+    def discussion(self) -> tuple[str, str, int]:
+        """(owner, repo, number) of a GitHub discussion source."""
+        match = _DISCUSSION.match(self.url)
+        return match.group(1), match.group(2), int(match.group(3))
+
+
+def load_source(path: Path) -> SourceSpec:
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as error:
+        raise SourceFileError(f"{path}: not valid TOML ({error})") from error
+    where = path.name
+    for name in ("key", "url", "kind"):
+        if not data.get(name):
+            raise SourceFileError(f"{where}: {name}: missing")
+    if data["kind"] not in KINDS:
+        raise SourceFileError(f"{where}: kind: {data['kind']!r} is not one of {', '.join(sorted(KINDS))}")
+    if data["kind"] == "github_discussion" and not _DISCUSSION.match(data["url"]):
+        raise SourceFileError(f"{where}: url: not a https://github.com/OWNER/REPO/discussions/N address")
+    interval = data.get("refresh_interval_hours", 24)
+    if not isinstance(interval, (int, float)) or interval <= 0:
+        raise SourceFileError(f"{where}: refresh_interval_hours: not a positive number")
+    return SourceSpec(key=data["key"], url=data["url"], kind=data["kind"], title=data.get("title"),
+                      licence=data.get("licence"), refresh_interval_hours=float(interval),
+                      protocol=data.get("protocol", {}))
+
+
+def load_sources(directory: Path | None = None) -> dict[str, SourceSpec]:
+    directory = directory or config.sources_dir()
+    specs = [load_source(path) for path in sorted(directory.glob("*.toml"))]
+    keys = [s.key for s in specs]
+    duplicates = {k for k in keys if keys.count(k) > 1}
+    if duplicates:
+        raise SourceFileError(f"{directory}: key used by more than one file: {', '.join(sorted(duplicates))}")
+    return {s.key: s for s in specs}
