@@ -409,6 +409,9 @@ def ingest(
                f"{counts['rejected']} rejections added, {counts['rejected_unchanged']} already stored")
 
 
+from . import cli_publish; cli_publish.register(app)  # noqa: E402,E702  (tables, publish, ceiling)
+
+
 def main() -> None:  # pragma: no cover
     app(prog_name="tpsdb")
 

@@ -202,7 +202,8 @@ def _candidate(row: dict, quote: str, index: int, ctx: PostContext, hardware: st
     record["concurrency"] = {"users": 1, "figure": "per_user"}
     record["tokens_per_second"], record["stddev"] = _number(row.get("avg_ts")), _number(row.get("stddev_ts"))
     record["hardware"]["name"] = _hardware(row, hardware)
-    record["model"] = {"name": model_name(label, params_b, ctx.protocol or {}), "params_b": params_b,
+    files = [str(row["model_filename"])] if row.get("model_filename") else []
+    record["model"] = {"name": model_name(label, params_b, ctx.protocol or {}, files), "params_b": params_b,
                        "file_size_gb": round(size / 1e9, 2) if size else None}
     record["quantization"] = quant
     record["software"]["version"] = lb.format_version(row.get("build_number"), row.get("build_commit"))

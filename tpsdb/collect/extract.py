@@ -22,9 +22,9 @@ from dataclasses import dataclass, field
 from bs4 import BeautifulSoup, Comment, NavigableString, Tag
 
 from tpsdb.collect import llamabench as lb
-from tpsdb.collect.machines import canonical_hardware, device_name, devices_hardware, hardware_mentions
+from tpsdb.collect.machines import canonical_hardware, device_on_line, devices_hardware, hardware_mentions
 
-__all__ = ["Candidate", "PostContext", "extract_post", "extract_text", "new_record", "model_name"]
+__all__ = ["Candidate", "PostContext", "extract_post", "extract_text", "model_name", "new_record"]
 
 
 @dataclass(frozen=True)
@@ -203,11 +203,14 @@ def read_clues(pieces: list[Piece], kinds: list[str | None]) -> list[Clue]:
     clues: list[Clue] = []
     for i, (piece, kind) in enumerate(zip(pieces, kinds)):
         lines = _text_lines(piece, kind)
-        devices: list[tuple[int, str]] = []
+        runs: list[list[tuple[int, str]]] = []  # the device lines of each run printed in this piece
         for j, line in enumerate(lines):
-            device = device_name(line)
+            device = device_on_line(line)
             if device:
-                devices.append((j, device))
+                index, name = device
+                if not runs or index == 0 or index != len(runs[-1]):  # "Device 0" again: another run's log
+                    runs.append([])
+                runs[-1].append((j, name))
             else:
                 clues += [Clue((i, j), "hardware", m.name) for m in hardware_mentions(line)]
             version = lb.parse_build(line)
@@ -216,10 +219,13 @@ def read_clues(pieces: list[Piece], kinds: list[str | None]) -> list[Clue]:
             params = lb.parse_batched_params(line)
             if params:
                 clues.append(Clue((i, j), "batched_params", params))
-        # The device lines of one log name the machine of that run together (8 devices -> "8x ...").
-        machine = devices_hardware([name for _, name in devices])
-        if machine:
-            clues.append(Clue((i, devices[0][0]), "hardware", machine))
+        # The devices of one run name its machine together (8 devices -> "8x ...").
+        for run in runs:
+            machine = devices_hardware([name for _, name in run])
+            if machine:
+                clues.append(Clue((i, run[0][0]), "hardware", machine))
+        # A command may span lines ("\\" continuations). Its line number after joining is only approximate, which
+        # is enough: positions only order clues against tables, and a table is always a piece of its own.
         for j, line in enumerate(lb.join_continuations("\n".join(lines)).splitlines()):
             command = lb.parse_command(line)
             if command:
@@ -305,11 +311,12 @@ def _set_figure(record: dict, shape: lb.TestShape | None, value: tuple[float, fl
     return record
 
 
-def model_name(label: str | None, params_b: float | None, protocol: dict) -> str | None:
+def model_name(label: str | None, params_b: float | None, protocol: dict, files: list[str] = ()) -> str | None:
     """llama-bench's type label, or the name the source file's protocol gives it.
 
-    The alias only applies when the parameter count agrees with the protocol's model: a "llama 7B" label also
-    covers Mistral 7B (7.24 B), which is not the thread's Llama 2 7B (6.74 B).
+    The label says little ("llama 7B" is Llama 2 7B, but also Mistral 7B and CodeLlama 7B), so the alias applies
+    only when the parameter count is the protocol model's (`params_b`), and, when the run's model files are known
+    (`-m` in the post's command) and the protocol gives a `model_file_pattern`, only when one of them matches it.
     """
     if not label:
         return None
@@ -318,9 +325,17 @@ def model_name(label: str | None, params_b: float | None, protocol: dict) -> str
     if alias is None:
         return label
     expected = protocol.get("params_b")
-    if expected is None or (params_b is not None and abs(params_b - expected) <= 0.005 * expected):
-        return alias
-    return label
+    if expected is not None and (params_b is None or abs(params_b - expected) > 0.005 * expected):
+        return label
+    pattern = protocol.get("model_file_pattern")
+    if pattern and files and not any(re.search(pattern, f, re.I) for f in files):
+        return label
+    return alias
+
+
+def model_files(command: str | None) -> list[str]:
+    """The model files a llama-bench command line names (`-m a.gguf -m b.gguf`)."""
+    return [f.strip('"\'') for f in re.findall(r"(?:^|\s)(?:-m|--model)\s+(\"[^\"]+\"|'[^']+'|\S+)", command or "")]
 
 
 @dataclass
@@ -340,9 +355,9 @@ def _model_row(cells: dict[str, str]) -> ModelRow:
                     lb.parse_size_gb(cells.get("size", "")), cells.get("backend") or None)
 
 
-def _set_model(record: dict, model: ModelRow, protocol: dict) -> None:
-    record["model"] = {"name": model_name(model.label, model.params_b, protocol), "params_b": model.params_b,
-                       "file_size_gb": model.file_size_gb}
+def _set_model(record: dict, model: ModelRow, protocol: dict, command: str | None = None) -> None:
+    record["model"] = {"name": model_name(model.label, model.params_b, protocol, model_files(command)),
+                       "params_b": model.params_b, "file_size_gb": model.file_size_gb}
     record["quantization"] = model.quant
 
 
@@ -358,7 +373,7 @@ def _llama_bench(reading: Reading, t: int, i: int, table: Table) -> list[Candida
     pos = (i, 0)
     hardware = reading.hardware_at(pos)
     version = reading.version_at(pos)
-    procedure = reading.command_at(pos, lb.LLAMA_BENCH) or lb.LLAMA_BENCH
+    command = reading.command_at(pos, lb.LLAMA_BENCH)
     out = []
     for r, (row, quote) in enumerate(zip(table.rows, table.quotes)):
         cells = _row_cells(table, row)
@@ -367,11 +382,11 @@ def _llama_bench(reading: Reading, t: int, i: int, table: Table) -> list[Candida
             continue
         shape = lb.parse_test(cells.get("test", ""))
         record = _set_figure(new_record(reading.ctx, quote), shape, value)
-        _set_model(record, _model_row(cells), reading.protocol)
+        _set_model(record, _model_row(cells), reading.protocol, command)
         record["hardware"]["name"] = hardware
         record["software"]["version"] = version
         record["software"]["options"] = lb.options_from_columns({k: v for k, v in cells.items() if k not in _NOT_OPTIONS})
-        record["nature"]["procedure"] = procedure
+        record["nature"]["procedure"] = command or lb.LLAMA_BENCH
         out.append(Candidate(record, f"t{t}:r{r}:{shape.phase if shape else 'unknown'}"))
     return out
 
@@ -395,7 +410,7 @@ def _section_model(reading: Reading, i: int) -> ModelRow | None:
 def _batched_bench(reading: Reading, t: int, i: int, table: Table) -> list[Candidate]:
     pos = (i, 0)
     hardware, version = reading.hardware_at(pos), reading.version_at(pos)
-    procedure = reading.command_at(pos, lb.BATCHED_BENCH) or lb.BATCHED_BENCH
+    command = reading.command_at(pos, lb.BATCHED_BENCH)
     options = reading.batched_params_at(pos)
     model = _section_model(reading, i)
     if model and model.backend:
@@ -416,11 +431,11 @@ def _batched_bench(reading: Reading, t: int, i: int, table: Table) -> list[Candi
                 continue
             record = _set_figure(new_record(reading.ctx, quote), shape, value, users=users, figure="aggregate")
             if model:
-                _set_model(record, model, reading.protocol)
+                _set_model(record, model, reading.protocol, command)
             record["hardware"]["name"] = hardware
             record["software"]["version"] = version
             record["software"]["options"] = dict(options)
-            record["nature"]["procedure"] = procedure
+            record["nature"]["procedure"] = command or lb.BATCHED_BENCH
             out.append(Candidate(record, f"t{t}:r{r}:{shape.phase}"))
     return out
 
@@ -462,7 +477,7 @@ def _scoreboard(reading: Reading, t: int, i: int, table: Table) -> list[Candidat
                 record["hardware"]["gpu_cores"] = int(cores)
             if bandwidth:
                 record["hardware"]["memory_bandwidth_gbs"] = bandwidth[0]
-            record["model"] = {"name": model_name(protocol.get("model"), protocol.get("params_b"), protocol),
+            record["model"] = {"name": protocol.get("model"),
                                "params_b": protocol.get("params_b"), "file_size_gb": sizes.get(quant)}
             record["quantization"] = quant
             record["software"]["version"] = commit.group(0) if commit else post_version

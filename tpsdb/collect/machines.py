@@ -132,12 +132,12 @@ _DEVICE_LINES = [
 ]
 
 
-def device_name(line: str) -> str | None:
-    """The raw device name on a device line, or None if the line is not one."""
+def device_on_line(line: str) -> tuple[int, str] | None:
+    """(device index, raw device name) on a device line, or None if the line is not one."""
     for pattern in _DEVICE_LINES:
         match = pattern.search(line)
         if match:
-            return match["name"].strip()
+            return int(match.groupdict().get("index") or 0), match["name"].strip()
     return None
 
 

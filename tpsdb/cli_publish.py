@@ -1,0 +1,131 @@
+"""The publishing commands (`tables`, `publish`, `ceiling`), registered on the main app by `register(app)`.
+
+Thin like cli.py: each command parses its options, calls tpsdb.publish, prints.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from sqlmodel import Session
+
+from . import db
+from .publish import ceiling as ceiling_logic
+from .publish.definitions import TABLES_DIR, DefinitionError, load_definitions, select
+from .publish.render import EXTENSIONS, FORMATS, render, render_many
+
+DbOption = Annotated[
+    Optional[str],
+    typer.Option("--db", help="Database URL or SQLite path. Default: $TPSDB_DATABASE_URL, else data/tpsdb.sqlite."),
+]
+TablesDirOption = Annotated[
+    Path, typer.Option("--tables-dir", help="Folder of table definitions (*.toml).", show_default=True)
+]
+
+
+def _fail(message: str, code: int = 2) -> None:
+    typer.echo(f"error: {message}", err=True)
+    raise typer.Exit(code)
+
+
+def _open_db(url: str | None):
+    engine = db.make_engine(url)
+    try:
+        db.require_schema(engine)
+    except db.DatabaseError as error:
+        _fail(str(error))
+    return engine
+
+
+def _definitions(tables_dir: Path, names: list[str] | None):
+    try:
+        return select(load_definitions(tables_dir), names)
+    except DefinitionError as error:
+        _fail(str(error))
+
+
+def tables(
+    names: Annotated[Optional[list[str]], typer.Argument(help="Tables to build (default: all), e.g. machines ceiling.")] = None,
+    fmt: Annotated[str, typer.Option("--format", help="md, html, csv or json.")] = "md",
+    out: Annotated[Optional[Path], typer.Option("--out", help="Write NAME.<format> files in this folder "
+                                                "instead of printing.")] = None,
+    tables_dir: TablesDirOption = TABLES_DIR,
+    db_url: DbOption = None,
+) -> None:
+    """Build the published tables from the database (definitions in tables/*.toml).
+
+    Each table states what it holds fixed (model, quantization, software and version, lengths, concurrency, nature);
+    each measured cell has a footnote with its source URL and retrieval date; columns marked calc. are computed.
+    A table with no validated measurement still prints, with a note saying so.
+    """
+    if fmt not in FORMATS:
+        _fail(f"--format: {fmt!r} is not one of {', '.join(FORMATS)}")
+    definitions = _definitions(tables_dir, names)
+    engine = _open_db(db_url)
+    from .publish.tables import build_tables
+
+    built = build_tables(engine, definitions)
+    if out is None:
+        typer.echo(render(built[0], fmt) if len(built) == 1 else render_many(built, fmt), nl=False)
+        return
+    out.mkdir(parents=True, exist_ok=True)
+    for table in built:
+        path = out / f"{table.definition.name}.{EXTENSIONS[fmt]}"
+        path.write_text(render(table, fmt), encoding="utf-8")
+        typer.echo(f"wrote {path}" + (" (no validated measurement yet)" if table.empty else ""), err=True)
+
+
+def publish(
+    out: Annotated[Path, typer.Option("--out", help="Folder of the static site.")] = Path("site"),
+    tables_dir: TablesDirOption = TABLES_DIR,
+    db_url: DbOption = None,
+) -> None:
+    """Write the static site: an index, one page per table with its chart, and each table as CSV, JSON and Markdown.
+
+    Charts (inline SVG): measured tokens/s against memory bandwidth with the computed ceiling line, speed-up by
+    format, aggregate vs per-user by number of users. Pages need no server: open OUT/index.html.
+    """
+    definitions = _definitions(tables_dir, None)
+    engine = _open_db(db_url)
+    from .publish.site import publish_site
+
+    written = publish_site(engine, definitions, out)
+    typer.echo(f"wrote {len(written)} files in {out} (open {out / 'index.html'})", err=True)
+
+
+def ceiling(
+    hardware: Annotated[str, typer.Option("--hardware", help='Hardware name, e.g. "NVIDIA DGX Spark".')],
+    model: Annotated[str, typer.Option("--model", help='Model name, e.g. "Llama 2 7B".')],
+    quant: Annotated[str, typer.Option("--quant", help="Quantization format, e.g. Q4_0, MXFP4.")],
+    users: Annotated[int, typer.Option("--users", help="Concurrent users (aggregate ceiling = users × one-user).")] = 1,
+    fmt: Annotated[str, typer.Option("--format", help="text or json.")] = "text",
+    db_url: DbOption = None,
+) -> None:
+    """Print the computed maximum generation speed (memory bandwidth ÷ bytes read per token), labelled as a
+    calculation, with its inputs and their sources, and whether the model file fits in the machine's memory.
+
+    A mixture-of-experts model reads its active share of the file per token. Exit status 2, naming the input, when
+    the bandwidth or the file size is unknown.
+    """
+    if fmt not in ("text", "json"):
+        _fail(f"--format: {fmt!r} is not one of text, json")
+    engine = _open_db(db_url)
+    with Session(engine) as session:
+        try:
+            results = ceiling_logic.compute(session, hardware, model, quant, users)
+        except ceiling_logic.CeilingError as error:
+            _fail(str(error))
+    if fmt == "json":
+        typer.echo(json.dumps(ceiling_logic.as_json(results), ensure_ascii=False, indent=1))
+    else:
+        typer.echo(ceiling_logic.format_text(results))
+
+
+def register(app: typer.Typer) -> None:
+    """Add `tables`, `publish` and `ceiling` to the main command line."""
+    app.command("tables")(tables)
+    app.command("publish")(publish)
+    app.command("ceiling")(ceiling)

@@ -1,0 +1,172 @@
+"""`tpsdb ceiling`: the computed maximum generation speed of one model file on one machine, with its inputs.
+
+max. (calc.) = memory bandwidth ÷ bytes read per token. A dense model reads its whole file for every token; a
+mixture-of-experts model reads about its active share of it (active ÷ total parameters). It is a calculation, always
+labelled as one, never a measurement: real figures stay below it (the time spent launching kernels, reading the
+context, coordinating units is not in it).
+
+With N users served together, one pass over the weights yields one token for each of them, so the aggregate
+ceiling is N times the one-user ceiling (for a mixture of experts this is the best case, where all users need the
+same experts); the per-user ceiling does not change. At large N the compute limit comes first, which this
+calculation does not see.
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import asdict, dataclass, field
+
+from sqlmodel import Session, select
+
+from ..models import Hardware, Model, ModelFile
+from ..record import ceiling_tokens_per_second, named_quantization
+
+
+class CeilingError(ValueError):
+    """An input of the calculation is missing or unknown; the message names it."""
+
+
+@dataclass
+class Ceiling:
+    hardware: str
+    model: str
+    quantization: str
+    users: int
+    bandwidth_gbs: float
+    bandwidth_source_url: str | None
+    file_size_gb: float
+    size_source_url: str | None
+    params_b: float | None
+    active_params_b: float | None
+    per_user_tps: float
+    aggregate_tps: float
+    memory_gb: float | None
+    fits: bool | None
+    kind: str = "calculation"
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def read_share(self) -> float:
+        return self.active_params_b / self.params_b if self.params_b and self.active_params_b else 1.0
+
+
+def _suggest(name: str, known: list[str]) -> str:
+    close = difflib.get_close_matches(name, known, n=3, cutoff=0.4)
+    return f" Did you mean: {', '.join(repr(c) for c in close)}?" if close else ""
+
+
+def compute(session: Session, hardware: str, model: str, quantization: str, users: int = 1) -> list[Ceiling]:
+    """One result per file of the model in that format (usually one). Raises CeilingError naming what is missing."""
+    if users < 1:
+        raise CeilingError("--users must be at least 1")
+    machine = session.exec(select(Hardware).where(Hardware.name == hardware)).first()
+    if machine is None:
+        known = list(session.exec(select(Hardware.name)).all())
+        raise CeilingError(f"hardware {hardware!r} is not in the database.{_suggest(hardware, known)}")
+    row = session.exec(select(Model).where(Model.name == model)).first()
+    if row is None:
+        known = list(session.exec(select(Model.name)).all())
+        raise CeilingError(f"model {model!r} is not in the database.{_suggest(model, known)}")
+    quant = named_quantization(quantization) or quantization
+    files = session.exec(select(ModelFile).where(ModelFile.model_id == row.id, ModelFile.quantization == quant)
+                         .order_by(ModelFile.size_bytes)).all()
+    if not files:
+        formats = sorted(set(session.exec(select(ModelFile.quantization).where(ModelFile.model_id == row.id)).all()))
+        raise CeilingError(f"no {quant} file of {model} in the database (formats known: {', '.join(formats) or 'none'})")
+
+    missing = []
+    if machine.memory_bandwidth_gbs is None:
+        missing.append(f"the memory bandwidth of {hardware} is unknown (add it with the page that states it: "
+                       f"`tpsdb reference FILE.toml`)")
+    if all(f.size_bytes is None for f in files):
+        missing.append(f"the file size of {model} {quant} is unknown")
+    if missing:
+        raise CeilingError("cannot compute the maximum: " + "; ".join(missing))
+
+    results = []
+    for f in files:
+        if f.size_bytes is None:
+            continue
+        size_gb = f.size_bytes / 1e9
+        per_user = ceiling_tokens_per_second(machine.memory_bandwidth_gbs, size_gb, row.params_b, row.active_params_b)
+        fits = None if machine.memory_gb is None else size_gb <= machine.memory_gb
+        result = Ceiling(
+            hardware=hardware, model=model, quantization=quant, users=users,
+            bandwidth_gbs=machine.memory_bandwidth_gbs, bandwidth_source_url=machine.bandwidth_source_url,
+            file_size_gb=size_gb, size_source_url=f.size_source_url, params_b=row.params_b,
+            active_params_b=row.active_params_b, per_user_tps=per_user, aggregate_tps=per_user * users,
+            memory_gb=machine.memory_gb, fits=fits,
+        )
+        if users > 1:
+            result.notes.append("aggregate = users × one-user ceiling: one pass over the weights serves every user; "
+                                "at large N the compute limit comes first, which this does not see")
+            if result.read_share < 1:
+                worst = min(1.0, users * result.read_share)
+                result.notes.append(
+                    f"mixture of experts: if the {users} users need different experts, up to {worst:.0%} of the file "
+                    f"is read per step and the aggregate bound falls to "
+                    f"{machine.memory_bandwidth_gbs / (size_gb * worst) * users:.2f} tokens/s")
+            result.notes.append("the context (KV cache) of each user needs memory on top of the file; not counted here")
+        results.append(result)
+    return results
+
+
+def _n(value: float) -> str:
+    return f"{value:.2f}".rstrip("0").rstrip(".")
+
+
+def format_text(results: list[Ceiling]) -> str:
+    blocks = []
+    for c in results:
+        share = c.read_share
+        read = (f"({_n(c.file_size_gb)} GB × {_n(c.active_params_b)} B active / {_n(c.params_b)} B total)"
+                if share < 1 else f"{_n(c.file_size_gb)} GB")
+        lines = [
+            "CALCULATION, not a measurement: the computed maximum generation speed",
+            f"  hardware     {c.hardware}",
+            f"  model file   {c.model} {c.quantization}, {_n(c.file_size_gb)} GB",
+            f"  users        {c.users}",
+            "",
+            "  max. (calc.) = memory bandwidth ÷ bytes read per token",
+            f"               = {_n(c.bandwidth_gbs)} GB/s ÷ {read}",
+            f"               = {c.per_user_tps:.2f} tokens/s per user",
+        ]
+        if c.users > 1:
+            lines.append(f"  aggregate max. (calc.) for {c.users} users = {c.users} × {c.per_user_tps:.2f} "
+                         f"= {c.aggregate_tps:.2f} tokens/s")
+        lines += [
+            "",
+            "inputs and their sources",
+            f"  memory bandwidth  {_n(c.bandwidth_gbs)} GB/s   source: {c.bandwidth_source_url or 'not recorded'}",
+            f"  file size         {_n(c.file_size_gb)} GB   source: {c.size_source_url or 'not recorded'}",
+        ]
+        if c.params_b:
+            lines.append(f"  parameters        {_n(c.params_b)} B total"
+                         + (f", {_n(c.active_params_b)} B active per token (mixture of experts: reads {share:.1%} "
+                            f"of the file per token)" if share < 1 else " (dense: reads the whole file per token)"))
+        lines += ["", "memory"]
+        if c.memory_gb is None:
+            lines.append(f"  the model file needs {_n(c.file_size_gb)} GB; the memory of {c.hardware} is unknown, "
+                         f"so whether it fits is unknown")
+        elif c.fits:
+            lines.append(f"  the model file needs {_n(c.file_size_gb)} GB; {c.hardware} has {_n(c.memory_gb)} GB: "
+                         f"it fits ({_n(c.memory_gb - c.file_size_gb)} GB left for the context, the program and the "
+                         f"system)")
+        else:
+            lines.append(f"  the model file needs {_n(c.file_size_gb)} GB; {c.hardware} has {_n(c.memory_gb)} GB: "
+                         f"it does NOT fit ({_n(c.file_size_gb - c.memory_gb)} GB short); the figure above assumes "
+                         f"it does")
+        if c.notes:
+            lines += ["", "notes"] + [f"  - {note}" for note in c.notes]
+        blocks.append("\n".join(lines))
+    return "\n\n".join(blocks)
+
+
+def as_json(results: list[Ceiling]) -> list[dict]:
+    out = []
+    for c in results:
+        data = asdict(c)
+        data["read_share"] = c.read_share
+        data["formula"] = "memory_bandwidth_gbs / (file_size_gb * active_params_b / params_b)"
+        out.append(data)
+    return out

@@ -1,0 +1,141 @@
+"""Charts of the published tables, drawn with matplotlib as SVG text to inline in the pages (no files to fetch, so
+the pages work from file://). The same data gives the same bytes (fixed hash salt, no date in the metadata).
+
+Three charts, each from a table's `chart` data:
+- bandwidth: measured tokens/s against memory bandwidth, with the computed ceiling line (bandwidth ÷ bytes read per
+  token) drawn dashed and labelled as a calculation;
+- speedup: per machine, the speed-up of each format over the baseline format (calc. from measured figures);
+- concurrency: aggregate and per-user tokens/s against the number of concurrent users.
+"""
+
+from __future__ import annotations
+
+import io
+from typing import Any
+
+_RC = {
+    "svg.fonttype": "none",  # text stays text: smaller, selectable, searchable
+    "svg.hashsalt": "tpsdb",  # stable ids: the same chart gives the same bytes
+    "font.size": 9,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+}
+
+
+def _plain(text: Any) -> str:
+    """Label text shown as given: a `$` must not switch matplotlib to math mode."""
+    return str(text).replace("$", r"\$")
+
+
+def _svg(fig) -> str:
+    buffer = io.StringIO()
+    fig.savefig(buffer, format="svg", metadata={"Date": None}, bbox_inches="tight")
+    svg = buffer.getvalue()
+    return svg[svg.index("<svg"):]
+
+
+def _figure(width: float = 7.5, height: float = 4.2):
+    from matplotlib.figure import Figure
+
+    return Figure(figsize=(width, height))
+
+
+def bandwidth_chart(chart: dict) -> str | None:
+    points = chart["points"]
+    if not points:
+        return None
+    fig = _figure()
+    ax = fig.add_subplot()
+    xs = [p["bandwidth_gbs"] for p in points]
+    ys = [p["tokens_per_second"] for p in points]
+    ax.scatter(xs, ys, s=22, color="#1f6f43", zorder=3, label="measured")
+    if chart.get("read_gb"):
+        top = max(xs) * 1.08
+        read = chart["read_gb"]
+        ax.plot([0, top], [0, top / read], linestyle="--", color="#c27c0e",
+                label=f"max. (calc.) = bandwidth ÷ {read:g} GB read per token")
+        ax.set_ylim(0, max(max(ys), min(top / read, max(ys) * 1.6)) * 1.08)
+    if len(points) <= 30:
+        for p in points:
+            ax.annotate(_plain(p["label"]), (p["bandwidth_gbs"], p["tokens_per_second"]), fontsize=6.5,
+                        xytext=(3, 3), textcoords="offset points", color="#333")
+    ax.set_xlim(left=0)
+    ax.set_xlabel("memory bandwidth (GB/s)")
+    ax.set_ylabel("tokens/s")
+    ax.set_title(_plain(chart["title"]))
+    ax.legend(loc="upper left", frameon=False)
+    ax.grid(alpha=0.25)
+    return _svg(fig)
+
+
+def speedup_chart(chart: dict) -> str | None:
+    rows, formats = chart["rows"], chart["formats"]
+    if not rows or not formats:
+        return None
+    fig = _figure(7.5, max(3.0, 0.32 * len(rows) * len(formats) + 1.2))
+    ax = fig.add_subplot()
+    height = 0.8 / len(formats)
+    colors = ["#3b6ea8", "#1f6f43", "#c27c0e", "#8e44ad"]
+    for i, fmt in enumerate(formats):
+        ys = [n + i * height for n in range(len(rows))]
+        values = [r["speedups"].get(fmt) or 0 for r in rows]
+        ax.barh(ys, values, height=height * 0.92, color=colors[i % len(colors)],
+                label=f"{fmt} speed ÷ {chart['baseline']} speed (calc.)")
+    ax.set_yticks([n + 0.4 - height / 2 for n in range(len(rows))], [_plain(r["label"]) for r in rows], fontsize=7)
+    ax.invert_yaxis()
+    ax.axvline(1, color="#888", linewidth=0.8)
+    ax.set_xlabel(f"speed-up over {chart['baseline']} (×)")
+    ax.set_title(_plain(chart["title"]))
+    ax.legend(loc="lower right", frameon=False)
+    ax.grid(axis="x", alpha=0.25)
+    return _svg(fig)
+
+
+def concurrency_chart(chart: dict) -> str | None:
+    series = chart["series"]
+    if not any(s["aggregate"] or s["per_user"] for s in series):
+        return None
+    fig = _figure()
+    ax = fig.add_subplot()
+
+    def line(key: str, **style):
+        pts = [(s["users"], s[key]) for s in series if s[key] is not None]
+        if pts:
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", markersize=3.5, **style)
+
+    line("aggregate", color="#1f6f43", label="aggregate (measured)")
+    line("per_user", color="#3b6ea8", label="per user (measured)")
+    line("per_user_calc", color="#c27c0e", linestyle="--", label="per user = aggregate ÷ users (calc.)")
+    users = sorted({s["users"] for s in series})
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(users, [str(u) for u in users])
+    ax.set_xlabel("concurrent users")
+    ax.set_ylabel("tokens/s")
+    ax.set_ylim(bottom=0)
+    ax.set_title(_plain(chart["title"]))
+    ax.legend(loc="upper left", frameon=False)
+    ax.grid(alpha=0.25)
+    return _svg(fig)
+
+
+CHARTS = {"bandwidth": bandwidth_chart, "speedup": speedup_chart, "concurrency": concurrency_chart}
+
+CAPTIONS = {
+    "bandwidth": "Each dot is a measured figure from the table. The dashed line is the computed maximum "
+                 "(memory bandwidth ÷ bytes read per token): a calculation, not a measurement.",
+    "speedup": "Speed-ups are computed from the measured figures of the table (calc.).",
+    "concurrency": "Solid lines join measured figures; the dashed line is computed (aggregate ÷ users).",
+}
+
+
+def chart_svg(chart: dict | None) -> tuple[str | None, str]:
+    """The chart as inline SVG markup and its caption; (None, reason) when the table has nothing to draw."""
+    if not chart:
+        return None, ""
+    import matplotlib
+
+    with matplotlib.rc_context(_RC):
+        svg = CHARTS[chart["type"]](chart)
+    if svg is None:
+        return None, "No chart: no measured figure to draw yet."
+    return svg, CAPTIONS[chart["type"]]
