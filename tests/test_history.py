@@ -1,0 +1,196 @@
+"""Refresh on a schedule: edits supersede, removals withdraw, faults leave the database exactly as it was,
+a killed run leaves it intact, two runs at once do not collide, reparse equals a fresh refresh."""
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+
+import pytest
+from bs4 import BeautifulSoup
+
+from conftest import ROOT, run_cli
+from fixture_server import Fault, FixtureServer
+from refresh_helpers import dump, refresh, rows, server_env
+
+FIXTURES = ROOT / "tests" / "fixtures" / "github" / "ggml-org" / "llama.cpp" / "discussions"
+PAGE_16578 = "/ggml-org/llama.cpp/discussions/16578"
+PAGES_4167 = "/ggml-org/llama.cpp/discussions/4167/pages"
+EDITED = "https://github.com/ggml-org/llama.cpp/discussions/16578#discussioncomment-14689947"
+REMOVED = "https://github.com/ggml-org/llama.cpp/discussions/16578#discussioncomment-14804653"
+
+
+@pytest.fixture
+def served(tmp_path):
+    db = tmp_path / "history.sqlite"
+    run_cli("init", "--no-seed", db=db)
+    with FixtureServer() as server:
+        yield db, server
+
+
+def active(db, url):
+    return {r["measurement_id"]: r["tokens_per_second"]
+            for r in rows(db, "select measurement_id, tokens_per_second from measurement_full "
+                              "where source_url = ? and status = 'active'", url)}
+
+
+def edited_page(server, old: bytes, new: bytes) -> None:
+    body = server.body(PAGE_16578)
+    assert body.count(old) == 1
+    server.override(PAGE_16578, body.replace(old, new))
+
+
+def test_edited_comment_supersedes_only_the_changed_figure(served):
+    db, server = served
+    refresh(db, server, "llamacpp-16578")
+    before = active(db, EDITED)
+    old_id = next(i for i, v in before.items() if v == 79.74)
+    edited_page(server, b"79.74 \xc2\xb1 0.43", b"81.74 \xc2\xb1 0.43")
+    summary = json.loads(refresh(db, server, "llamacpp-16578", "--json").stdout)[0]
+    assert (summary["status"], summary["changed"], summary["new"], summary["withdrawn"]) == ("ok", 1, 0, 0)
+    after = active(db, EDITED)
+    assert {i: v for i, v in before.items() if i != old_id} == {i: v for i, v in after.items() if v != 81.74}
+    new_id = next(i for i, v in after.items() if v == 81.74)
+    history = rows(db, "select measurement_id, status, supersedes_id, superseded_by_id, tokens_per_second "
+                       "from measurement_history where measurement_id in (?, ?) order by measurement_id",
+                   old_id, new_id)
+    assert history == [
+        {"measurement_id": old_id, "status": "superseded", "supersedes_id": None, "superseded_by_id": new_id,
+         "tokens_per_second": 79.74},
+        {"measurement_id": new_id, "status": "active", "supersedes_id": old_id, "superseded_by_id": None,
+         "tokens_per_second": 81.74},
+    ]
+
+
+def test_removed_comment_withdraws_its_figures(served):
+    db, server = served
+    refresh(db, server, "llamacpp-16578")
+    assert active(db, REMOVED)
+    soup = BeautifulSoup(server.body(PAGE_16578), "lxml")
+    soup.find(id="discussioncomment-14804653").decompose()
+    server.override(PAGE_16578, str(soup).encode())
+    summary = json.loads(refresh(db, server, "llamacpp-16578", "--json").stdout)[0]
+    assert summary["withdrawn"] > 0 and summary["withdrawn"] == len(
+        rows(db, "select 1 from measurement where source_url = ? and status = 'withdrawn'", REMOVED))
+    assert active(db, REMOVED) == {}
+    assert rows(db, "select status from post where permalink = ?", REMOVED) == [{"status": "withdrawn"}]
+
+
+@pytest.mark.parametrize("faults", [[Fault("status", 502)], [Fault("retry_after", 429, 1)], [Fault("reset")],
+                                    [Fault("truncate")], [Fault("slow", seconds=3)]],
+                         ids=["502", "429-retry-after", "reset", "truncated", "slow"])
+def test_transient_faults_recover(served, faults):
+    db, server = served
+    server.inject(PAGES_4167, faults)
+    result = refresh(db, server, "llamacpp-4167", "--json", TPSDB_HTTP_TIMEOUT_S="1")
+    summary = json.loads(result.stdout)[0]
+    assert summary["status"] == "ok" and summary["new"] > 0
+    assert summary["requests"] == 4  # three pages, one retried
+
+
+@pytest.mark.parametrize("kind", ["status", "reset", "truncate", "slow"])
+def test_persistent_fault_fails_the_source_and_changes_nothing(served, kind):
+    db, server = served
+    refresh(db, server)
+    # Every page changes (so a half-applied refresh would show, and no page answers 304), then the later
+    # pages keep failing.
+    body = server.body("/ggml-org/llama.cpp/discussions/4167")
+    server.override("/ggml-org/llama.cpp/discussions/4167", body.replace(b"108.21", b"109.21", 1))
+    for route in json.loads((FIXTURES / "4167" / "routes.json").read_text()):
+        if route["path"] == PAGES_4167:
+            after = route["query"]["after"]
+            server.override(PAGES_4167, server.body(PAGES_4167, after=after) + b"<!-- edited -->", after=after)
+    server.inject(PAGES_4167, [Fault(kind, 502 if kind == "status" else None, seconds=3)] * 3)
+    before = dump(db)
+    result = refresh(db, server, "llamacpp-4167", "llamacpp-16578", "--json", check=False,
+                     TPSDB_HTTP_TIMEOUT_S="1", TPSDB_HTTP_MAX_ATTEMPTS="3")
+    assert result.returncode == 1
+    by_source = {s["source"]: s for s in json.loads(result.stdout)}
+    assert by_source["llamacpp-4167"]["status"] == "failed" and by_source["llamacpp-4167"]["error"]
+    assert by_source["llamacpp-16578"]["status"] == "unchanged"  # the other source still ran
+    assert dump(db) == before
+    run = rows(db, "select status, error from refresh_run order by id desc limit 2")
+    assert {r["status"] for r in run} == {"failed", "unchanged"}
+
+
+def test_killed_refresh_leaves_the_previous_data_intact(served):
+    db, server = served
+    refresh(db, server, "llamacpp-16578")
+    before = dump(db)
+    edited_page(server, b"79.74 \xc2\xb1 0.43", b"81.74 \xc2\xb1 0.43")
+    server.inject("/ggml-org/llama.cpp/discussions/4167", [Fault("slow", seconds=30)])
+    env = {**os.environ, "PYTHONPATH": str(ROOT), **server_env(server)}
+    process = subprocess.Popen([sys.executable, "-m", "tpsdb", "refresh", "llamacpp-16578", "llamacpp-4167",
+                                "--db", str(db)], env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.time() + 20
+    while not server.requests_to("/ggml-org/llama.cpp/discussions/4167") and time.time() < deadline:
+        time.sleep(0.05)
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    conn = sqlite3.connect(db)
+    assert conn.execute("pragma integrity_check").fetchone() == ("ok",)
+    conn.close()
+    # 16578 finished its own transaction before the kill: its edit is in; nothing of 4167 is.
+    assert rows(db, "select count(*) n from measurement where source_url like '%/4167%'") == [{"n": 0}]
+    assert dump(db) != before and 81.74 in active(db, EDITED).values()
+    result = refresh(db, server, "llamacpp-4167", "--json")
+    assert json.loads(result.stdout)[0]["status"] == "ok"
+    statuses = [r["status"] for r in rows(db, "select status from refresh_run order by id")]
+    assert "failed" in statuses  # the killed run is recorded as interrupted, not left running
+    assert "running" not in statuses
+
+
+def test_two_refreshes_at_once(served):
+    db, server = served
+    server.inject("/ggml-org/llama.cpp/discussions/16578", [Fault("slow", seconds=2)])
+    env = {**os.environ, "PYTHONPATH": str(ROOT), **server_env(server)}
+    command = [sys.executable, "-m", "tpsdb", "refresh", "llamacpp-16578", "--db", str(db)]
+    first = subprocess.Popen(command, env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 20
+    while not server.requests_to("/ggml-org/llama.cpp/discussions/16578") and time.time() < deadline:
+        time.sleep(0.05)
+    second = subprocess.run(command, env=env, cwd=ROOT, capture_output=True, text=True)
+    waiting = subprocess.Popen(command + ["--wait"], env=env, cwd=ROOT, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
+    first_out, _ = first.communicate(timeout=60)
+    waited_out, _ = waiting.communicate(timeout=60)
+    assert first.returncode == 0 and "ok" in first_out
+    assert second.returncode == 3 and "another refresh is running" in second.stderr
+    assert waiting.returncode == 0 and "unchanged" in waited_out
+    duplicates = rows(db, "select figure_key, count(*) n from measurement group by figure_key having n > 1")
+    assert duplicates == []
+
+
+def test_reparse_equals_a_fresh_refresh(served, tmp_path):
+    db, server = served
+    refresh(db, server)
+    fresh = dump(db)
+    run_cli("reparse", db=db)
+    assert dump(db) == fresh  # the same parser on the same snapshots: nothing to change
+    # After a "parser change" (here: a figure removed by hand), reparse restores exactly what refresh gives.
+    conn = sqlite3.connect(db)
+    conn.execute("update measurement set status = 'withdrawn' where id = (select min(id) from measurement)")
+    conn.commit()
+    conn.close()
+    assert dump(db) != fresh
+    out = run_cli("reparse", "llamacpp-4167", "--json", db=db).stdout
+    assert json.loads(out)[0]["status"] == "ok"
+    assert dump(db) == fresh
+
+
+def test_due_refresh_and_sources_listing(served):
+    db, server = served
+    env = server_env(server)
+    listing = json.loads(run_cli("sources", "--json", db=db).stdout)
+    assert {s["key"]: s["status"] for s in listing} == {
+        "llamacpp-4167": "never run", "llamacpp-15013": "never run", "llamacpp-16578": "never run"}
+    first = run_cli("refresh", "--due", "--json", db=db, env=env)
+    assert len(json.loads(first.stdout)) == 3
+    again = run_cli("refresh", "--due", db=db, env=env)
+    assert "no source is due" in again.stdout
+    listing = {s["key"]: s for s in json.loads(run_cli("sources", "--json", db=db).stdout)}
+    assert listing["llamacpp-16578"]["status"] == "ok" and listing["llamacpp-16578"]["figures"] > 0
+    assert listing["llamacpp-16578"]["next_due"] != "now"
