@@ -37,10 +37,9 @@ def extract_bench_file(path_or_bytes, fmt: str | None, ctx: PostContext, hardwar
     fmt = (fmt or _format_of(suffix, text)).lower()
     if fmt in ("md", "markdown", "txt", "text"):
         candidates = extract_text(text, ctx)
-        stated = (canonical_hardware(hardware) or hardware) if hardware else None
-        for candidate in candidates:
-            if stated:
-                candidate.record["hardware"]["name"] = stated
+        if hardware:  # the person ingesting the file knows the machine better than the text around a table
+            for candidate in candidates:
+                candidate.record["hardware"]["name"] = canonical_hardware(hardware) or hardware
         return candidates
     return [_candidate(row, quote, i, ctx, hardware) for i, (row, quote) in enumerate(rows_from_text(text, fmt))]
 
@@ -71,6 +70,8 @@ def rows_from_text(text: str, fmt: str) -> list[tuple[dict, str]]:
 
 def _json_rows(text: str) -> list[tuple[dict, str]]:
     """The objects of a JSON array, each with its own text span (the quote), read with raw_decode."""
+    if text.lstrip().startswith("{"):  # a single result object
+        return _jsonl_rows(text) if "\n{" in text.strip() else [(json.loads(text), text.strip())]
     decoder, rows = json.JSONDecoder(), []
     position = text.index("[") + 1
     while True:
@@ -126,8 +127,10 @@ def _sql_rows(text: str) -> list[tuple[dict, str]]:
 def _sql_values(text: str, position: int) -> tuple[list, int]:
     """The values of `VALUES (...)` from position: 'quoted strings' ('' escapes a quote), numbers, NULL."""
     values: list = []
-    while position < len(text):
+    while True:
         position = _skip(text, position, " \t\r\n,")
+        if position >= len(text):
+            raise ValueError("SQL: INSERT statement ends before its closing parenthesis")
         if text[position] == ")":
             return values, position + 1
         if text[position] == "'":
@@ -146,7 +149,6 @@ def _sql_values(text: str, position: int) -> tuple[list, int]:
             token = re.match(r"[^,)\s]+", text[position:])[0]
             values.append(None if token.upper() == "NULL" else token)
             position += len(token)
-    return values, position
 
 
 # ------------------------------------------------------------------------------------------------- records

@@ -9,6 +9,10 @@ table is read by the reader for its kind, each figure taking the clues nearest t
 - version: the first build line after the table (llama-bench prints it as a footer), else the last one before;
 - command: the last command of the same tool before the table, else the first after.
 
+Tables that print no model or no lengths take them from elsewhere, never by guessing: the 4167 scoreboard (chip,
+cores, t/s) from the source file's [protocol]; a llama-batched-bench table from the llama-bench table of the same
+model in the same section of the post.
+
 A figure whose hardware or version the post does not give is still returned, with that field None: the validator
 rejects it with its reason. Figures that are not measurements with known conditions (compare tables, hand-made
 summaries, timing logs) are returned with a `reasons` entry, so that nothing is silently dropped.
@@ -17,6 +21,7 @@ summaries, timing logs) are returned with a `reasons` entry, so that nothing is 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from bs4 import BeautifulSoup, Comment, NavigableString, Tag
@@ -311,7 +316,7 @@ def _set_figure(record: dict, shape: lb.TestShape | None, value: tuple[float, fl
     return record
 
 
-def model_name(label: str | None, params_b: float | None, protocol: dict, files: list[str] = ()) -> str | None:
+def model_name(label: str | None, params_b: float | None, protocol: dict, files: Sequence[str] = ()) -> str | None:
     """llama-bench's type label, or the name the source file's protocol gives it.
 
     The label says little ("llama 7B" is Llama 2 7B, but also Mistral 7B and CodeLlama 7B), so the alias applies
@@ -385,7 +390,8 @@ def _llama_bench(reading: Reading, t: int, i: int, table: Table) -> list[Candida
         _set_model(record, _model_row(cells), reading.protocol, command)
         record["hardware"]["name"] = hardware
         record["software"]["version"] = version
-        record["software"]["options"] = lb.options_from_columns({k: v for k, v in cells.items() if k not in _NOT_OPTIONS})
+        record["software"]["options"] = lb.options_from_columns(
+            {k: v for k, v in cells.items() if k not in _NOT_OPTIONS})
         record["nature"]["procedure"] = command or lb.LLAMA_BENCH
         out.append(Candidate(record, f"t{t}:r{r}:{shape.phase if shape else 'unknown'}"))
     return out
@@ -399,12 +405,12 @@ def _section_model(reading: Reading, i: int) -> ModelRow | None:
     """
     section = reading.section_of(i)
     near = [j for j, kind in enumerate(reading.kinds) if kind == lb.LLAMA_BENCH and reading.section_of(j) == section]
-    for j in sorted(near, key=lambda j: (j < i, abs(j - i))):  # the following table first
-        table = reading.pieces[j].table
-        models = {(m.label, m.quant, m.params_b, m.file_size_gb, m.backend)
-                  for m in (_model_row(_row_cells(table, row)) for row in table.rows)}
-        return ModelRow(*models.pop()) if len(models) == 1 else None
-    return None
+    if not near:
+        return None
+    table = reading.pieces[min(near, key=lambda j: (j < i, abs(j - i)))].table  # the following table first
+    models = {(m.label, m.quant, m.params_b, m.file_size_gb, m.backend)
+              for m in (_model_row(_row_cells(table, row)) for row in table.rows)}
+    return ModelRow(*models.pop()) if len(models) == 1 else None  # several models: which one is unknown
 
 
 def _batched_bench(reading: Reading, t: int, i: int, table: Table) -> list[Candidate]:

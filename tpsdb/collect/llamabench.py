@@ -108,7 +108,10 @@ _QUANT_TOKEN = re.compile(r"^(?:I?Q\d\w*|TQ\d_\d|F16|F32|BF16|MXFP4|NVFP4|FP8|\?
 
 
 def normalize_quant(ftype: str) -> str | None:
-    """ "Q4_K - Medium" -> "Q4_K_M", "mostly Q4_0" -> "Q4_0", "MXFP4 MoE" -> "MXFP4", "IQ3_S mix - 3.66 bpw" -> "IQ3_M"."""
+    """The format name from llama.cpp's file type name.
+
+    "Q4_K - Medium" -> "Q4_K_M", "mostly Q4_0" -> "Q4_0", "MXFP4 MoE" -> "MXFP4", "IQ3_S mix - 3.66 bpw" -> "IQ3_M".
+    """
     text = " ".join(ftype.split())
     text = re.sub(r"^(mostly|all)\s+", "", text, flags=re.I)
     text = re.sub(r",\s*some\s+\w+$", "", text, flags=re.I)  # "Q4_1, some F16" (2023 labels)

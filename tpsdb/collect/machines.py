@@ -54,6 +54,11 @@ def _rtx_pro(m: re.Match) -> str:
     return f"NVIDIA RTX PRO {m['number']} Blackwell" + (" Max-Q" if m["maxq"] else "")
 
 
+def _rtx_workstation(m: re.Match) -> str:
+    model = m["model"]
+    return f"NVIDIA RTX {model}" if model.startswith("A") else f"NVIDIA RTX {model.split()[0]} Ada Generation"
+
+
 def _datacenter(m: re.Match) -> str:
     # The driver's own spelling ("A100 80GB PCIe", "A100-SXM4-80GB", "H100 80GB HBM3") says which variant it is.
     return "NVIDIA " + m["model"] + re.sub(r"\s+", " ", m["variant"] or "").rstrip()
@@ -73,15 +78,16 @@ _PATTERNS: list[tuple[re.Pattern, Callable[[re.Match], str]]] = [
     (re.compile(r"\b(?:NVIDIA\s+)?(?:DGX\s+Spark|GB10)\b(?:\s*\(GB10\))?", re.I), lambda m: "NVIDIA DGX Spark"),
     (re.compile(r"\b(?:NVIDIA\s+)?Jetson\s+(?P<model>AGX\s+Orin|Orin\s+NX|Orin\s+Nano|AGX\s+Thor|AGX\s+Xavier|Thor)\b"),
      lambda m: "NVIDIA Jetson " + " ".join(m["model"].split())),
-    (re.compile(r"\b(?:NVIDIA\s+)?RTX\s+PRO\s+(?P<number>\d{4})(?:\s+Blackwell)?(?:\s+(?P<maxq>Max-Q))?", re.I), _rtx_pro),
-    (re.compile(r"\b(?:NVIDIA\s+)?RTX\s+(?P<model>A\d{4}|\d{4}\s+Ada(?:\s+Generation)?)\b"),
-     lambda m: "NVIDIA RTX " + (m["model"] if m["model"].startswith("A") else m["model"].split()[0] + " Ada Generation")),
+    (re.compile(r"\b(?:NVIDIA\s+)?RTX\s+PRO\s+(?P<number>\d{4})(?:\s+Blackwell)?(?:\s+(?P<maxq>Max-Q))?", re.I),
+     _rtx_pro),
+    (re.compile(r"\b(?:NVIDIA\s+)?RTX\s+(?P<model>A\d{4}|\d{4}\s+Ada(?:\s+Generation)?)\b"), _rtx_workstation),
     (re.compile(r"\b(?:NVIDIA\s+)?(?:GeForce\s+)?(?P<family>RTX|GTX)\s*(?P<number>\d{3,4})(?:\s*(?P<ti>Ti)\b)?"
                 r"(?:\s*(?P<super>SUPER)\b)?(?:\s+(?P<laptop>Laptop(?:\s+GPU)?))?", re.I), _geforce),
     # Big data-centre parts are unambiguous on their own; short ones ("T4", "L4", "A10") need the brand in front.
     (re.compile(r"\b(?:NVIDIA\s+|Tesla\s+)?(?P<model>A100|H100|H200|H800|A800|B200|B300|GH200|GB200|L40S|V100)\b"
                 + _DATACENTER_VARIANT), _datacenter),
-    (re.compile(r"\b(?:NVIDIA|Tesla)\s+(?P<model>L40|L4|A40|A30|A10G|A10|T4|P40|P100)\b" + _DATACENTER_VARIANT), _datacenter),
+    (re.compile(r"\b(?:NVIDIA|Tesla)\s+(?P<model>L40|L4|A40|A30|A10G|A10|T4|P40|P100)\b" + _DATACENTER_VARIANT),
+     _datacenter),
     (re.compile(r"\b(?:NVIDIA\s+)?CMP\s+(?P<model>\d{2,3}HX)\b"), lambda m: f"NVIDIA CMP {m['model']}"),
     (re.compile(r"(?:\b(?P<cores_before>\d{1,2})[- ]core\s+(?:GPU\s+)?)?\b(?:Apple\s+)?M(?P<gen>[1-9])"
                 r"(?:\s+(?P<tier>Pro|Max|Ultra))?\b(?!\s*(?:SSD|\.2))" + _CORES_AFTER), _apple),

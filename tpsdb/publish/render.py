@@ -101,7 +101,7 @@ def render_csv(table: Table) -> str:
 
 
 # ----------------------------------------------------------------------------------------------- Markdown
-_MD_SPECIAL = re.compile(r"([\\|*_\[\]`])")
+_MD_SPECIAL = re.compile(r"([\\|*\[\]`])")
 
 
 def md_text(value: str) -> str:
@@ -167,8 +167,6 @@ def render_markdown(table: Table) -> str:
                 text += f"[^{d.name}-{cell.footnote}]"
             cells.append(text)
         lines.append("| " + " | ".join(cells) + " |")
-    if not table.rows:
-        lines.append("| " + " | ".join("" for _ in table.columns) + " |")
     lines.append("")
     lines += [f"- {md_text(note)}" for note in table.notes]
     lines.append("")

@@ -110,7 +110,7 @@ class _Footnotes:
         via = ", ".join(str(v) for v in (r["via_title"], r["via_publisher"]) if v) or None
         return self._add(
             ("m", r["measurement_id"]), kind="measurement", url=r["source_url"],
-            label=r["source_title"] or r["source_home_url"] or r["source_url"],
+            label=r["source_title"] or r["source_url"],
             retrieved_at=_date(r["retrieved_at"]), published_at=_date(r["published_at"]), quote=r["quote"],
             procedure=r["procedure"], author=r["author"], via=via, measurement_id=r["measurement_id"],
         )
@@ -174,6 +174,12 @@ def fmt_lengths(r: Mapping) -> str:
 def fmt_concurrency(r: Mapping) -> str:
     users = r["users"]
     return f"{users} user{'s' if users != 1 else ''}, {'per user' if r['figure'] == 'per_user' else 'aggregate'}"
+
+
+def fmt_users(value: Any) -> str:
+    """1 user, 4 users, 1 or 2 users."""
+    values = value if isinstance(value, (tuple, list)) else (value,)
+    return f"{_listing(value)} user{'s' if values != (1,) else ''}"
 
 
 def fmt_software(r: Mapping) -> str:
@@ -307,7 +313,7 @@ def held_fixed(conn: Connection, d: Definition, varies: Mapping[str, str]) -> li
     for key, label in (("phase", "phase"), ("prompt_tokens", "prompt tokens"), ("generated_tokens", "generated tokens"),
                        ("context_depth", "context depth")):
         length_parts.append(f"{label} {_listing(f[key]).replace('_', '-')}" if key in f else f"{label} varies")
-    users = f"{_listing(f['users'])} user(s)" if "users" in f else "users vary"
+    users = fmt_users(f["users"]) if "users" in f else "users vary"
     figure = {"per_user": "per-user figure", "aggregate": "aggregate figure"}.get(f.get("figure"), "figure "
               + (_listing(f["figure"]) if "figure" in f else "per user or aggregate (shown per row)"))
     return [
@@ -388,9 +394,9 @@ def build_machines(conn: Connection, d: Definition) -> Table:
 
     columns = [Column("hardware", "Hardware"),
                Column("bandwidth_gbs", "Memory bandwidth (GB/s)", "reference", "as stated by the cited source"),
-               Column("tokens_per_second", "Measured (tokens/s)", "measured")]
+               Column("tokens_per_second", "Measured tokens/s", "measured")]
     if ceiling:
-        columns += [Column("ceiling_tps", "Max. (calc.) (tokens/s)", "calc",
+        columns += [Column("ceiling_tps", "Max. tokens/s (calc.)", "calc",
                            "memory bandwidth ÷ bytes read per token (file size × active share)"),
                     Column("share", "Share of max. reached (calc.)", "calc", "measured ÷ max.")]
     columns += [Column("software", "Software"), Column("figures", "Qualifying figures")]
@@ -464,7 +470,7 @@ def build_quantization(conn: Connection, d: Definition) -> Table:
     others = [q for q in formats if q != base]
     notes = _Footnotes()
     columns = [Column("hardware", "Hardware")]
-    columns += [Column(f"tps_{q}", f"{q} (tokens/s)", "measured") for q in formats]
+    columns += [Column(f"tps_{q}", f"{q} tokens/s", "measured") for q in formats]
     columns += [Column(f"speedup_{q}", f"{q} speed ÷ {base} (calc.)", "calc", f"measured {q} ÷ measured {base}")
                 for q in others]
     columns += [Column(f"size_{q}", f"{base} size ÷ {q} size (calc.)", "calc", "file sizes of the measured files")
@@ -538,7 +544,7 @@ def build_versions(conn: Connection, d: Definition) -> Table:
                       "(not every version has a build number).")
     notes = _Footnotes()
     columns = [Column("version", "Version"), Column("options", "Options"), Column("first_seen", "First figure")]
-    columns += [Column(f"tps_{q}", f"{q} (tokens/s)", "measured") for q in formats]
+    columns += [Column(f"tps_{q}", f"{q} tokens/s", "measured") for q in formats]
     columns += [Column(f"change_{q}", f"{q} vs oldest (calc.)", "calc", "change from the first row with a figure")
                 for q in formats]
     rows = []
@@ -583,7 +589,7 @@ def build_software(conn: Connection, d: Definition) -> Table:
     columns = [Column("software", "Software"), Column("version", "Version"), Column("options", "Options")]
     if "quantization" not in d.fixed:
         columns.append(Column("quantization", "Quantization"))
-    columns += [Column("lengths", "Lengths"), Column("tokens_per_second", "Measured (tokens/s)", "measured"),
+    columns += [Column("lengths", "Lengths"), Column("tokens_per_second", "Measured tokens/s", "measured"),
                 Column("figures", "Qualifying figures")]
     rows = []
     for name, r in entries:
@@ -612,8 +618,8 @@ def build_concurrency(conn: Connection, d: Definition) -> Table:
     reference = single.get("aggregate") or single.get("per_user")
     notes = _Footnotes()
     columns = [Column("users", "Users"),
-               Column("per_user", "Per user (tokens/s)", "measured"),
-               Column("aggregate", "Aggregate (tokens/s)", "measured"),
+               Column("per_user", "Per user tokens/s", "measured"),
+               Column("aggregate", "Aggregate tokens/s", "measured"),
                Column("per_user_calc", "Per user = aggregate ÷ users (calc.)", "calc"),
                Column("gain", "Aggregate gain over 1 user (calc.)", "calc",
                       "aggregate figure ÷ the one-user figure"),
@@ -655,7 +661,7 @@ def build_sources(conn: Connection, d: Definition) -> Table:
         picked = picked[: d.limit]
     notes = _Footnotes()
     columns = [Column("source", "Source"), Column("figures", "Figures"),
-               Column("example", "Example (tokens/s)", "measured"), Column("model", "Model"),
+               Column("example", "Example tokens/s", "measured"), Column("model", "Model"),
                Column("quantization", "Quantization"), Column("software", "Software"), Column("lengths", "Lengths"),
                Column("concurrency", "Concurrency")]
     rows = []
@@ -685,7 +691,7 @@ def build_sources(conn: Connection, d: Definition) -> Table:
 def fmt_fixed_concurrency(d: Definition) -> str | None:
     if "users" not in d.fixed and "figure" not in d.fixed:
         return None
-    users = f"{_listing(d.fixed['users'])} user(s)" if "users" in d.fixed else "users vary"
+    users = fmt_users(d.fixed["users"]) if "users" in d.fixed else "users vary"
     figure = d.fixed.get("figure", "per user or aggregate")
     return f"{users}, {str(figure).replace('_', '-')} figure"
 
@@ -705,7 +711,7 @@ def build_spread(conn: Connection, d: Definition) -> Table:
     """Every qualifying figure for one model on one machine, highest first, with what differs from the top one."""
     ranked, total = _ranked(conn, d)
     notes = _Footnotes()
-    columns = [Column("rank", "Rank"), Column("tokens_per_second", "Measured (tokens/s)", "measured"),
+    columns = [Column("rank", "Rank"), Column("tokens_per_second", "Measured tokens/s", "measured"),
                Column("vs_top", "Share of #1 (calc.)", "calc", "this figure ÷ the highest"),
                Column("software", "Software"), Column("quantization", "Quantization"), Column("lengths", "Lengths"),
                Column("concurrency", "Concurrency"), Column("source", "Source"),

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Rebuild data/seed.sql from the curated inputs, deterministically:
+#   data/reference/*.toml   hardware (bandwidth + the vendor page that states it) and model file sizes
+#   data/curated/*.jsonl    figures relayed by the seed article (accepted or kept as rejections with reasons)
+#   data/sources/*.md       published benchmark files, ingested with the URL in their header
+# Run from the project root: bash data/build-seed.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+tpsdb=${TPSDB:-.venv/bin/tpsdb}
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+db="$work/seed.sqlite"
+
+"$tpsdb" init --no-seed --db "$db" >/dev/null
+"$tpsdb" reference data/reference/*.toml --db "$db"
+"$tpsdb" add data/curated/*.jsonl --db "$db"
+for file in data/sources/*.md; do
+  url=$(sed -n 's/^source: //p' "$file" | head -n 1)
+  retrieved=$(sed -n 's/^retrieved_at: //p' "$file" | head -n 1)
+  hardware=$(sed -n 's/^hardware: //p' "$file" | head -n 1)
+  "$tpsdb" ingest "$file" --source-url "$url" --retrieved-at "$retrieved" ${hardware:+--hardware "$hardware"} --db "$db"
+done
+"$tpsdb" export-seed --db "$db"
+"$tpsdb" summary --db "$db"

@@ -1,0 +1,140 @@
+"""llama-bench result files (json, jsonl, csv, sql, md) to candidate records.
+
+The samples in tests/fixtures/benchfiles/ are written by hand in the shapes llama-bench's printers produce
+(`-o json|jsonl|csv|sql`, field names from `test::get_fields()`); their values are illustrative test data.
+The csv is the 2024 shape (per-backend flag columns, no n_depth); the sql mixes llama-bench's table `test`
+with compare-llama-bench's `llama_bench`, a column no reader knows, and a table that is not a result table.
+"""
+
+from __future__ import annotations
+
+from datetime import date
+from pathlib import Path
+
+import pytest
+
+from tpsdb.collect.benchfiles import extract_bench_file, rows_from_text
+from tpsdb.collect.extract import PostContext
+from tpsdb.record import validate
+
+FILES = Path(__file__).resolve().parent / "fixtures" / "benchfiles"
+RETRIEVED = "2026-09-06"
+CTX = PostContext("https://example.org/results/run-1", RETRIEVED, "2025-11-02", "tester",
+                  {"model_aliases": {"llama 7B": "Llama 2 7B"}, "params_b": 6.74})
+
+
+def _accepted(candidate) -> bool:
+    return not candidate.reasons and validate(candidate.record, today=date.fromisoformat(RETRIEVED)).accepted
+
+
+def _summary(candidates):
+    return [(c.record["phase"], c.record["tokens_per_second"], c.record["lengths"]["prompt_tokens"],
+             c.record["lengths"]["generated_tokens"], c.record["lengths"]["context_depth"]) for c in candidates]
+
+
+def test_json_array():
+    candidates = extract_bench_file(FILES / "gb10-gpt-oss-20b.json", None, CTX, None)
+    assert _summary(candidates) == [("prompt", 3782.763381, 2048, 0, 0), ("generation", 77.360172, 0, 32, 4096)]
+    record = candidates[0].record
+    assert record["hardware"]["name"] == "NVIDIA DGX Spark"
+    assert record["model"] == {"name": "gpt-oss 20B", "params_b": 20.91, "file_size_gb": 12.1}
+    assert record["quantization"] == "MXFP4"
+    assert record["software"]["version"] == "b6918 (2f68ce7cf)"
+    assert record["software"]["options"] == {"backend": "CUDA", "ngl": 99, "threads": 20, "n_batch": 2048,
+                                             "n_ubatch": 2048, "type_k": "f16", "type_v": "f16", "fa": 1,
+                                             "mmap": 0, "sm": "layer", "main_gpu": 0, "n_cpu_moe": 0, "nkvo": 0,
+                                             "embd": 0, "nopo": 0, "noh": 0}
+    assert record["source"]["quote"].startswith("{") and '"avg_ts": 3782.763381' in record["source"]["quote"]
+    assert record["stddev"] == 11.94622
+    assert all(_accepted(c) for c in candidates), [validate(c.record).reasons for c in candidates]
+
+
+def test_jsonl_applies_the_protocol_alias():
+    candidates = extract_bench_file(FILES / "rtx4090-llama2-7b.jsonl", None, CTX, None)
+    assert _summary(candidates) == [("prompt", 14770.632812, 512, 0, 0), ("generation", 188.963013, 0, 128, 0)]
+    record = candidates[1].record
+    assert record["model"] == {"name": "Llama 2 7B", "params_b": 6.74, "file_size_gb": 3.83}
+    assert record["hardware"]["name"] == "NVIDIA GeForce RTX 4090"
+    assert record["software"]["version"] == "b6092 (c81de6e1)"
+    assert record["software"]["options"]["fa"] == 0 and record["software"]["options"]["mmap"] == 1
+    assert all(_accepted(c) for c in candidates)
+
+
+def test_csv_of_an_older_build_and_stated_hardware():
+    candidates = extract_bench_file(FILES / "m2ultra-2024.csv", None, CTX, "M2 Ultra (76-core GPU)")
+    assert _summary(candidates) == [("prompt", 1391.783416, 512, 0, 0), ("generation", 108.800438, 0, 128, 0)]
+    record = candidates[0].record
+    assert record["hardware"]["name"] == "Apple M2 Ultra (76-core GPU)"  # the caller's statement wins
+    assert record["software"]["version"] == "b2788 (86ed72d2)"
+    assert record["quantization"] == "Q4_0" and record["software"]["options"]["fa"] == 1
+    assert record["source"]["quote"].startswith('"86ed72d2","2788"')
+    assert all(_accepted(c) for c in candidates)
+
+
+def test_csv_without_stated_hardware_reads_gpu_info():
+    (first, _) = extract_bench_file(FILES / "m2ultra-2024.csv", "csv", CTX, None)
+    assert first.record["hardware"]["name"] == "Apple M2 Ultra"
+
+
+def test_sql_inserts_of_both_table_names():
+    candidates = extract_bench_file(FILES / "a100x2-llama2-7b.sql", None, CTX, None)
+    assert _summary(candidates) == [("prompt", 8381.22, 512, 0, 0), ("generation", 86.8, 0, 128, 0),
+                                    ("end_to_end", 712.45, 512, 128, 0)]
+    first, _, last = (c.record for c in candidates)
+    assert first["hardware"]["name"] == "2x NVIDIA A100 80GB PCIe"
+    assert first["model"] == {"name": "Llama 2 7B", "params_b": 6.74, "file_size_gb": 13.48}
+    assert first["software"]["version"] == "b5412 (b5c1d2e3f)"
+    assert first["source"]["quote"].startswith("INSERT INTO test (") and first["source"]["quote"].endswith(");")
+    assert last["stddev"] is None and last["software"]["options"] == {"ngl": 99}
+    assert all(_accepted(c) for c in candidates)
+
+
+def test_sql_quoted_strings_with_parentheses_and_escaped_quotes():
+    rows = rows_from_text((FILES / "a100x2-llama2-7b.sql").read_text(encoding="utf-8"), "sql")
+    assert rows[0][0]["cpu_info"] == "AMD EPYC 7763 64-Core Processor (x2, 'server')"
+    assert rows[2][0]["some_future_field"] == "x"
+
+
+@pytest.mark.parametrize("name", ["gb10-gpt-oss-20b.json", "rtx4090-llama2-7b.jsonl", "m2ultra-2024.csv",
+                                  "a100x2-llama2-7b.sql"])
+def test_bytes_without_a_format_are_sniffed(name):
+    data = (FILES / name).read_bytes()
+    assert [c.record for c in extract_bench_file(data, None, CTX, None)] == \
+           [c.record for c in extract_bench_file(FILES / name, None, CTX, None)]
+
+
+def test_markdown_file_of_llama_cpp_benches():
+    """llama.cpp's benches/dgx-spark.md: five models, each a batched-bench table and a llama-bench table."""
+    candidates = extract_bench_file(FILES / "llama.cpp-benches-dgx-spark.md", None, CTX, None)
+    batched = [c.record for c in candidates if c.record["concurrency"]["figure"] == "aggregate"]
+    single = [c.record for c in candidates if c.record["concurrency"]["figure"] == "per_user"]
+    assert (len(batched), len(single)) == (5 * 18 * 2, 5 * 10)
+    assert {r["hardware"]["name"] for r in batched + single} == {"NVIDIA DGX Spark"}
+    assert {r["software"]["version"] for r in batched + single} == {"b6918 (2f68ce7cf)"}
+    assert [r["model"]["name"] for r in batched[::36]] == ["gpt-oss 20B", "gpt-oss 120B", "qwen3moe 30B.A3B",
+                                                          "qwen2 7B", "gemma3 4B"]
+    b32 = next(r for r in batched if r["source"]["quote"].startswith("|  8192 |     32 |   32 |")
+               and r["phase"] == "generation")
+    assert (b32["tokens_per_second"], b32["concurrency"]["users"], b32["lengths"]) == \
+           (341.16, 32, {"prompt_tokens": 0, "generated_tokens": 32, "context_depth": 8192})
+    assert all(_accepted(c) for c in candidates)
+
+
+def test_stated_hardware_applies_to_text_files():
+    text = b"| model | size | params | backend | test | t/s |\n|---|---|---|---|---|---|\n" \
+           b"| llama 7B Q4_0 | 3.56 GiB | 6.74 B | Metal | tg128 | 94.27 \xc2\xb1 0.04 |\n\nbuild: 8e672efe (1572)\n"
+    (candidate,) = extract_bench_file(text, "md", CTX, "M2 Ultra")
+    assert candidate.record["hardware"]["name"] == "Apple M2 Ultra"
+    assert _accepted(candidate)
+
+
+def test_unknown_format_is_an_error():
+    with pytest.raises(ValueError):
+        rows_from_text("x", "xlsx")
+
+
+def test_truncated_sql_is_an_error_not_a_crash():
+    text = (FILES / "a100x2-llama2-7b.sql").read_text(encoding="utf-8")
+    truncated = text[: text.index("'2025-05-19T14:02:11Z'")]
+    with pytest.raises(ValueError):
+        rows_from_text(truncated, "sql")
