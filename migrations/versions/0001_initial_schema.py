@@ -188,6 +188,7 @@ def upgrade() -> None:
     sa.Column('withdrawn_figures', sa.Integer(), nullable=False),
     sa.Column('rejected_figures', sa.Integer(), nullable=False),
     sa.Column('error', sa.Text(), nullable=True),
+    sa.Column('snapshot_ids', sa.Text(), nullable=True),
     sa.ForeignKeyConstraint(['source_id'], ['source.id'], ),
     sa.PrimaryKeyConstraint('id')
     )
