@@ -1,0 +1,78 @@
+"""Benchmark: parse throughput of the discussion pages (posts + figures), next to a plain lxml.html parse.
+
+    python bench/parse.py [ROUNDS]
+
+Reads the fixture pages of the three threads (tests/fixtures/github), no network. Reports MB of HTML per second
+and comments per second for tpsdb's full path (split the page into posts, extract every figure) and for
+`lxml.html.fromstring` alone on the same bytes. Target (issue 3): at least half of the reference speed.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+import lxml.html
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from tpsdb.collect.extract import PostContext, extract_post  # noqa: E402
+from tpsdb.collect.github import posts_from_html_page  # noqa: E402
+from tpsdb.sources import load_sources  # noqa: E402
+
+FIXTURES = ROOT / "tests" / "fixtures" / "github" / "ggml-org" / "llama.cpp" / "discussions"
+
+
+def pages() -> list[tuple[int, bool, bytes]]:
+    out = []
+    for thread in sorted(FIXTURES.iterdir()):
+        number = int(thread.name)
+        out.append((number, True, (thread / "page.html").read_bytes()))
+        for page in sorted((thread / "pages").glob("*.html")) if (thread / "pages").exists() else []:
+            out.append((number, False, page.read_bytes()))
+    return out
+
+
+def tpsdb_parse(items, protocols) -> tuple[int, int]:
+    comments = figures = 0
+    for number, first, body in items:
+        for post in posts_from_html_page(body, "ggml-org", "llama.cpp", number, first=first):
+            comments += 1
+            ctx = PostContext(post.permalink, "2026-09-06", None, post.author, protocols[number])
+            figures += len(extract_post(post.body_html, ctx))
+    return comments, figures
+
+
+def reference_parse(items) -> None:
+    for _, _, body in items:
+        lxml.html.fromstring(body)
+
+
+def main() -> None:
+    rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 5
+    items = pages()
+    protocols = {int(s.url.rsplit("/", 1)[1]): s.protocol for s in load_sources().values()}
+    megabytes = sum(len(body) for _, _, body in items) / 1e6
+    results = {}
+    for label, work in (("lxml.html.fromstring (reference)", lambda: reference_parse(items)),
+                        ("tpsdb posts + figures", lambda: tpsdb_parse(items, protocols))):
+        work()  # warm-up
+        best = float("inf")
+        for _ in range(rounds):
+            start = time.perf_counter()
+            work()
+            best = min(best, time.perf_counter() - start)
+        results[label] = best
+    comments, figures = tpsdb_parse(items, protocols)
+    print(f"{len(items)} pages, {megabytes:.2f} MB of HTML, {comments} posts, {figures} candidate figures; "
+          f"best of {rounds} rounds")
+    for label, seconds in results.items():
+        print(f"{label:34s} {seconds * 1000:8.1f} ms  {megabytes / seconds:7.2f} MB/s  {comments / seconds:8.0f} posts/s")
+    ratio = results["lxml.html.fromstring (reference)"] / results["tpsdb posts + figures"]
+    print(f"tpsdb speed / reference speed: {ratio:.2f} (target >= 0.50)")
+
+
+if __name__ == "__main__":
+    main()
