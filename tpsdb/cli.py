@@ -74,13 +74,13 @@ def init(
     db_url: DbOption = None,
     seed: Annotated[bool, typer.Option(help="Load data/seed.sql into a new database.")] = True,
 ) -> None:
-    """Create the database or upgrade it to the latest schema; a new one gets the curated seed (data/seed.sql).
+    """Create the database or upgrade it to the latest schema; an empty one gets the curated seed (data/seed.sql).
 
     Then print a summary of what the database holds.
     """
     engine = db.make_engine(db_url)
-    was_new = db.migrate(engine)
-    if was_new and seed and config.SEED_SQL.exists():
+    db.migrate(engine)
+    if seed and config.SEED_SQL.exists() and db.is_empty(engine):
         count = db.load_seed(engine)
         typer.echo(f"loaded {config.SEED_SQL.name}: {count} rows", err=True)
     typer.echo(summary_text(engine))

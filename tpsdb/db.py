@@ -62,11 +62,15 @@ def head_revision(engine: Engine) -> str | None:
     return ScriptDirectory.from_config(alembic_config(engine)).get_current_head()
 
 
-def migrate(engine: Engine) -> bool:
-    """Create or upgrade the schema to head. Returns True when the database was new (no schema before)."""
-    was_new = current_revision(engine) is None and not inspect(engine).get_table_names()
+def migrate(engine: Engine) -> None:
+    """Create or upgrade the schema to head."""
     command.upgrade(alembic_config(engine), "head")
-    return was_new
+
+
+def is_empty(engine: Engine) -> bool:
+    """No curated data at all: the state in which `init` loads the seed (also after a seed load that failed)."""
+    with engine.connect() as conn:
+        return not any(conn.execute(text(f"SELECT 1 FROM {name} LIMIT 1")).first() for name in SEED_TABLES)
 
 
 def require_schema(engine: Engine) -> None:
@@ -152,8 +156,11 @@ def load_seed(engine: Engine, path: Path = config.SEED_SQL) -> int:
     """Run the seed's INSERTs in one transaction. Returns the number of statements."""
     statements = split_sql(path.read_text(encoding="utf-8"))
     with engine.begin() as conn:
+        # The DBAPI cursor itself: no parameter parsing, so a '%' or ':x' inside a quoted string stays text.
+        cursor = conn.connection.dbapi_connection.cursor()
         for statement in statements:
-            conn.exec_driver_sql(statement)
+            cursor.execute(statement)
+        cursor.close()
         if engine.dialect.name == "postgresql":  # explicit ids leave the sequences behind
             for name in SEED_TABLES:
                 conn.execute(

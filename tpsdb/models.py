@@ -9,7 +9,7 @@ from __future__ import annotations
 from datetime import date, datetime
 from enum import StrEnum
 
-from sqlalchemy import CheckConstraint, Column, Index, LargeBinary, Text, UniqueConstraint
+from sqlalchemy import BigInteger, CheckConstraint, Column, Index, LargeBinary, Text, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
 
@@ -125,7 +125,7 @@ class ModelFile(SQLModel, table=True):
     id: int | None = Field(default=None, primary_key=True)
     model_id: int = Field(foreign_key="model.id", index=True)
     quantization: str = Field(index=True)
-    size_bytes: int | None = None
+    size_bytes: int | None = Field(default=None, sa_type=BigInteger)  # files pass 2 GiB: int64 on PostgreSQL
     size_source_url: str | None = None
 
 

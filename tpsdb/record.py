@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass, field
 from datetime import date, datetime, timezone
 from typing import Any, Callable
 
@@ -136,15 +137,20 @@ class Record(_Strict):
         """The record as exported: every key present, in the documented order, dates as ISO strings."""
         return self.model_dump(mode="json")
 
+    def identity(self) -> bytes:
+        """Canonical bytes of the figure without its retrieval date (re-reading a post another day is no change)."""
+        return self.model_dump_json(exclude={"source": {"retrieved_at"}}).encode()
+
 
 TOP_LEVEL_KEYS = frozenset(Record.model_fields)
 
 
-class Outcome(BaseModel):
+@dataclass
+class Outcome:
     """What validation says of one candidate: the normalized record, or why not."""
 
     record: Record | None = None
-    reasons: list[str] = Field(default_factory=list)
+    reasons: list[str] = field(default_factory=list)
 
     @property
     def accepted(self) -> bool:
@@ -315,6 +321,8 @@ def _check_software(r: Record, reasons: list[str]) -> None:
         reasons.append(Reason.missing("software.name"))
     if not (r.software.version and r.software.version.strip()):
         reasons.append(Reason.missing("software.version"))
+    if list(r.software.options) != sorted(r.software.options):  # one spelling per figure: keys sorted
+        r.software.options = dict(sorted(r.software.options.items()))
 
 
 def _check_lengths(r: Record, reasons: list[str]) -> None:

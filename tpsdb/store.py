@@ -170,7 +170,7 @@ class Store:
                                          lambda: self._rejection_row(candidate, reasons, key, provenance)),
                              key=key, reasons=reasons)
         record = outcome.record
-        key = natural_key(record.to_json_dict())
+        key = hashlib.sha256(record.identity()).hexdigest()
         return PutResult(self._queue(Measurement, "figure_key", key,
                                      lambda: self._measurement_row(record, key, provenance)), key=key)
 

@@ -164,7 +164,7 @@ def upgrade() -> None:
     sa.Column('id', sa.Integer(), nullable=False),
     sa.Column('model_id', sa.Integer(), nullable=False),
     sa.Column('quantization', sqlmodel.sql.sqltypes.AutoString(), nullable=False),
-    sa.Column('size_bytes', sa.Integer(), nullable=True),
+    sa.Column('size_bytes', sa.BigInteger(), nullable=True),
     sa.Column('size_source_url', sqlmodel.sql.sqltypes.AutoString(), nullable=True),
     sa.ForeignKeyConstraint(['model_id'], ['model.id'], ),
     sa.PrimaryKeyConstraint('id'),
