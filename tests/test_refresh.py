@@ -91,7 +91,8 @@ def test_transport_and_provenance(refreshed):
     # figures keep the canonical github.com permalink whatever server served them
     assert rows(db, "select count(*) n from measurement_full where source_url not like 'https://github.com/%'")[0]["n"] == 0
     snaps = rows(db, "select fetched_url, canonical_url, sha256, length(body) n from snapshot")
-    assert snaps and all(s["canonical_url"].startswith("https://github.com/") and s["n"] > 0 for s in snaps)
+    canonical = "https://api.github.com/graphql#" if transport == "graphql" else "https://github.com/"
+    assert snaps and all(s["canonical_url"].startswith(canonical) and s["n"] > 0 for s in snaps)
     assert all("127.0.0.1" in s["fetched_url"] for s in snaps)
     everything = dump(db) + result.stdout + result.stderr
     assert TOKEN not in everything

@@ -32,6 +32,14 @@ _NAMED_QUANT = re.compile(
 )
 
 
+# Enum members as plain names: attribute access on an Enum class is slow, and these run once per record.
+GENERATION, PROMPT, END_TO_END = Phase.generation, Phase.prompt, Phase.end_to_end
+MEASURED, COMPUTED = NatureKind.measured, NatureKind.computed
+PER_USER = Figure.per_user
+WRITES_TOKENS = (GENERATION, END_TO_END)
+READS_PROMPT = (PROMPT, END_TO_END)
+
+
 class Reason:
     """The one place where rejection causes are spelled."""
 
@@ -331,9 +339,9 @@ def _check_lengths(r: Record, reasons: list[str]) -> None:
         reasons.append(Reason.missing("lengths.generated_tokens"))
     elif n.generated_tokens < 0:
         reasons.append(Reason.bad("lengths.generated_tokens", "negative"))
-    elif r.phase in (Phase.generation, Phase.end_to_end) and n.generated_tokens == 0:
+    elif r.phase in WRITES_TOKENS and n.generated_tokens == 0:
         reasons.append(Reason.bad("lengths.generated_tokens", f"0 for a {r.phase.value} figure"))
-    if r.phase in (Phase.prompt, Phase.end_to_end):
+    if r.phase in READS_PROMPT:
         if n.prompt_tokens is None:
             reasons.append(Reason.missing("lengths.prompt_tokens"))
         elif n.prompt_tokens <= 0:
@@ -358,9 +366,9 @@ def _check_nature(r: Record, reasons: list[str]) -> None:
     n = r.nature
     if n.kind is None:
         reasons.append(Reason.missing("nature.kind"))
-    elif n.kind is NatureKind.measured and not (n.procedure and n.procedure.strip()):
+    elif n.kind is MEASURED and not (n.procedure and n.procedure.strip()):
         reasons.append(Reason.missing("nature.procedure"))
-    elif n.kind is NatureKind.computed:
+    elif n.kind is COMPUTED:
         if not (n.formula and n.formula.strip()):
             reasons.append(Reason.missing("nature.formula"))
         if not n.inputs:
@@ -389,9 +397,9 @@ def ceiling_tokens_per_second(bandwidth_gbs: float, file_size_gb: float, params_
 
 
 def _check_ceiling(r: Record, reasons: list[str], bandwidth_of: BandwidthLookup | None) -> None:
-    if r.nature.kind is not NatureKind.measured or r.phase is not Phase.generation:
+    if r.nature.kind is not MEASURED or r.phase is not GENERATION:
         return
-    if r.concurrency.figure is not Figure.per_user and r.concurrency.users != 1:
+    if r.concurrency.figure is not PER_USER and r.concurrency.users != 1:
         return
     bandwidth = r.hardware.memory_bandwidth_gbs or (bandwidth_of(r.hardware.name) if bandwidth_of else None)
     if not bandwidth:

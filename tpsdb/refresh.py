@@ -32,6 +32,7 @@ from .sources import SourceSpec
 from .store import Provenance, Store
 
 Progress = Callable[[str], None]
+GITHUB_GRAPHQL = "https://api.github.com/graphql"  # the canonical address of GraphQL answers, whoever served them
 
 
 class RefreshBusy(Exception):
@@ -162,10 +163,9 @@ class _Archive:
 
     def key(self, fetched: Fetched) -> str:
         """A page's identity: its canonical address (GraphQL: one URL, so the request body tells pages apart)."""
-        url = canonical_url(fetched.url, self.base_url)
         if fetched.request_body:
-            url += "#" + hashlib.sha256(fetched.request_body).hexdigest()[:16]
-        return url
+            return f"{GITHUB_GRAPHQL}#{hashlib.sha256(fetched.request_body).hexdigest()[:16]}"
+        return canonical_url(fetched.url, self.base_url)
 
     def cached(self, url: str) -> Cached | None:
         snap = self.previous.get(canonical_url(url, self.base_url))
@@ -310,8 +310,10 @@ def apply_snapshots(session: Session, source: Source, spec: SourceSpec, chain: l
         ctx = PostContext(permalink=fetched.permalink, retrieved_at=retrieved,
                           published_at=fetched.created_at[:10] if fetched.created_at else None,
                           author=fetched.author, protocol=spec.protocol)
-        candidates = [] if fetched.deleted else extract_post(fetched.body_html, ctx)
-        _apply_candidates(session, store, source, row, snap, candidates, summary)
+        if fetched.deleted:  # a deleted comment's figures are withdrawn, not replaced
+            summary.withdrawn += _retire(session, row.id, set(), set(), Status.withdrawn)
+            continue
+        _apply_candidates(session, store, source, row, snap, extract_post(fetched.body_html, ctx), summary)
     for external_id, row in existing.items():
         if external_id not in seen and row.status == Status.active:
             row.status = Status.withdrawn
@@ -353,8 +355,9 @@ def _apply_candidates(session: Session, store: Store, source: Source, post: Post
     for slot, key in new_by_slot.items():
         old = old_by_slot.get(slot)
         if old is not None and old.figure_key != key:
-            summary.changed += 1
-            session.execute(update(Measurement).where(Measurement.figure_key == key)
+            summary.changed += 1  # the figure in this place of the post now reads differently
+            session.execute(update(Measurement).where(Measurement.figure_key == key,
+                                                      Measurement.supersedes_id.is_(None))
                             .values(supersedes_id=old.id))
         else:
             summary.new += 1

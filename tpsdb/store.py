@@ -52,6 +52,7 @@ def parse_version(version: str) -> tuple[int | None, str | None]:
 
 
 BATCH = 5000
+ACTIVE = Status.active.value
 
 
 @dataclass
@@ -80,6 +81,7 @@ class Store:
         self.today = today
         self._cache: dict[tuple, Any] = {}
         self._pending: dict[type, list[dict]] = {}
+        self._pending_count = 0
 
     # ----------------------------------------------------------------------------------------- references
     def _get_or_create(self, model_cls, key: tuple, lookup: dict, defaults: dict | None = None):
@@ -189,14 +191,16 @@ class Store:
             known[key] = (row_id, Status.active)
             return kind
         self._pending.setdefault(model_cls, []).append(make_row())
+        self._pending_count += 1
         known[key] = (None, Status.active)
-        if sum(len(rows) for rows in self._pending.values()) >= BATCH:
+        if self._pending_count >= BATCH:
             self.flush()
         return kind
 
     def flush(self) -> None:
         """Write the queued rows (one executemany per table)."""
         self.session.flush()
+        self._pending_count = 0
         for model_cls in (Measurement, Rejection):
             rows = self._pending.pop(model_cls, [])
             if rows:
@@ -213,13 +217,13 @@ class Store:
             model_file_id=model_file_id,
             software_id=software_id,
             software_options=canonical_json(r.software.options),
-            phase=r.phase.value,
+            phase=r.phase,  # StrEnum members are str: stored as their value
             prompt_tokens=r.lengths.prompt_tokens,
             generated_tokens=r.lengths.generated_tokens,
             context_depth=r.lengths.context_depth or 0,
             users=r.concurrency.users,
-            figure=r.concurrency.figure.value,
-            nature_kind=r.nature.kind.value,
+            figure=r.concurrency.figure,
+            nature_kind=r.nature.kind,
             procedure=r.nature.procedure,
             formula=r.nature.formula,
             formula_inputs=canonical_json(r.nature.inputs) if r.nature.inputs else None,
@@ -237,7 +241,7 @@ class Store:
             via_publisher=via.publisher if via else None,
             via_url=via.url if via else None,
             via_published_at=via.published_at if via else None,
-            status=Status.active.value,
+            status=ACTIVE,
             supersedes_id=None,
             hardware_bandwidth_gbs=r.hardware.memory_bandwidth_gbs,
         )
@@ -260,7 +264,7 @@ class Store:
             source_id=source.id if source else None,
             post_id=p.post.id if p.post else None,
             snapshot_id=p.snapshot_id,
-            status=Status.active.value,
+            status=ACTIVE,
         )
 
 
