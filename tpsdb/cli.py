@@ -15,7 +15,7 @@ import typer
 from sqlalchemy import func
 from sqlmodel import Session, select
 
-from . import config, db
+from . import cli_publish, config, db
 from .models import Hardware, Measurement, Model, ModelFile, Rejection, Source, Status
 from .query import QueryError, render, run_readonly
 from .record import RecordFileError, Via, parse_records, validate
@@ -409,7 +409,9 @@ def ingest(
                f"{counts['rejected']} rejections added, {counts['rejected_unchanged']} already stored")
 
 
-from . import cli_publish; cli_publish.register(app)  # noqa: E402,E702  (tables, publish, ceiling)
+
+
+cli_publish.register(app)
 
 
 def main() -> None:  # pragma: no cover

@@ -72,7 +72,7 @@ def speedup_chart(chart: dict) -> str | None:
     rows, formats = chart["rows"], chart["formats"]
     if not rows or not formats:
         return None
-    fig = _figure(7.5, max(3.0, 0.32 * len(rows) * len(formats) + 1.2))
+    fig = _figure(7.5, max(1.8, 0.28 * len(rows) * len(formats) + 1.0))
     ax = fig.add_subplot()
     height = 0.8 / len(formats)
     colors = ["#3b6ea8", "#1f6f43", "#c27c0e", "#8e44ad"]
@@ -86,7 +86,8 @@ def speedup_chart(chart: dict) -> str | None:
     ax.axvline(1, color="#888", linewidth=0.8)
     ax.set_xlabel(f"speed-up over {chart['baseline']} (×)")
     ax.set_title(_plain(chart["title"]))
-    ax.legend(loc="lower right", frameon=False)
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.25 if len(rows) < 4 else -0.08), ncol=len(formats),
+              frameon=False)
     ax.grid(axis="x", alpha=0.25)
     return _svg(fig)
 

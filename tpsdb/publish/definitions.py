@@ -47,6 +47,7 @@ PICK_TEXT = {
     "median": "the median figure (the lower of the two middle ones when their number is even, so that the cell is "
               "always one real measurement, never an average)",
 }
+TIES_TEXT = "Ties go to the fewest users, then the shortest context, then the figure stored last."
 
 # [fixed] keys and the measurement_full column each one is matched against.
 FIXED_COLUMNS = {

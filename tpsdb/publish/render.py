@@ -111,8 +111,9 @@ def md_text(value: str) -> str:
 
 
 def md_code(value: str) -> str:
-    """A code span that holds any text literally (quotes with pipes, backticks or HTML)."""
-    text = " ".join(str(value).split()).replace("|", "\\|")
+    """A code span that holds any text literally (quotes with backticks or HTML). Only for text outside tables:
+    inside a table cell a `|` would still end the cell."""
+    text = " ".join(str(value).split())
     longest = max((len(m) for m in re.findall(r"`+", text)), default=0)
     fence = "`" * (longest + 1)
     pad = " " if text.startswith("`") or text.endswith("`") else ""

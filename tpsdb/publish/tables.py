@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
 from sqlalchemy import Connection, bindparam, text
 
 from ..record import ceiling_tokens_per_second
-from .definitions import FIXED_COLUMNS, Definition
+from .definitions import FIXED_COLUMNS, TIES_TEXT, Definition
 
 NO_MEASUREMENT = "No validated measurement matches this table's conditions yet: its measured cells are empty."
 CALC_NOTE = "Columns marked calc. are computed by tpsdb from the figures and inputs shown; they are not measurements."
@@ -31,11 +31,13 @@ _VIEW_COLUMNS = (
     "source_title", "retrieved_at", "published_at", "author", "quote", "via_title", "via_publisher", "via_url",
 )
 
+# Ties (same value, same date) go to the simplest conditions (fewest users, shortest context), then to the figure
+# stored last: the choice never depends on the order rows happen to come back in.
+_TIES = "users ASC, context_depth ASC, measurement_id DESC"
 _ORDER = {
-    "best": "tokens_per_second DESC, measurement_id ASC",
-    "median": "tokens_per_second ASC, measurement_id ASC",
-    "latest": "COALESCE(published_at, retrieved_at) DESC, (build_number IS NULL) ASC, build_number DESC, "
-              "measurement_id DESC",
+    "best": f"tokens_per_second DESC, {_TIES}",
+    "median": f"tokens_per_second ASC, {_TIES}",
+    "latest": f"COALESCE(published_at, retrieved_at) DESC, (build_number IS NULL) ASC, build_number DESC, {_TIES}",
 }
 
 
@@ -329,13 +331,15 @@ def held_fixed(conn: Connection, d: Definition, varies: Mapping[str, str]) -> li
 
 
 # ------------------------------------------------------------------------------------------------ helpers
-def _measured(notes: _Footnotes, r: Mapping | None, hint: str = "") -> Cell:
+def _measured(notes: _Footnotes, r: Mapping | None) -> Cell:
+    """A measured cell: the figure as stored and its footnote; empty (never filled otherwise) when none qualifies."""
     if r is None:
         return Cell(kind="measured")
-    picked = f"; the pick rule chose it among {r['n_qualifying']} qualifying figures" if r.get("n_qualifying", 1) > 1 else ""
-    description = f"{fmt_software(r)} · {fmt_lengths(r)} · {fmt_concurrency(r)}{picked}"
+    n = r.get("n_qualifying", 1)
+    picked = f"; the pick rule chose it among {n} qualifying figures" if n > 1 else ""
     return Cell(text=fmt_number(r["tokens_per_second"]), value=r["tokens_per_second"], kind="measured",
-                footnote=notes.measurement(r), hint=(hint + " · " if hint else "") + description)
+                footnote=notes.measurement(r),
+                hint=f"{fmt_software(r)} · {fmt_lengths(r)} · {fmt_concurrency(r)}{picked}")
 
 
 def _calc(value: float | None, formatter, hint: str) -> Cell:
@@ -349,10 +353,11 @@ def _text(value: Any, href: str | None = None, hint: str | None = None) -> Cell:
 
 def _pick_note(d: Definition) -> str:
     reason = f" Why: {d.pick_reason}" if d.pick_reason else ""
-    return f"When several validated measurements qualify for a cell, it shows {d.pick_text} (pick = \"{d.pick}\").{reason}"
+    return (f"When several validated measurements qualify for a cell, it shows {d.pick_text} (pick = \"{d.pick}\"). "
+            f"{TIES_TEXT}{reason}")
 
 
-def _common_notes(d: Definition, table_rows: list[dict[str, Cell]], calc: bool = True) -> list[str]:
+def _common_notes(d: Definition, calc: bool = True) -> list[str]:
     notes = [_pick_note(d)]
     if calc:
         notes.append(CALC_NOTE)
@@ -438,7 +443,7 @@ def build_machines(conn: Connection, d: Definition) -> Table:
             if not ceiling and size:
                 reads[round(size * ((active / params) if params and active else 1.0), 4)] += 1
 
-    table_notes = _common_notes(d, rows, calc=ceiling)
+    table_notes = _common_notes(d, calc=ceiling)
     if ceiling:
         table_notes.append("Max. (calc.) = memory bandwidth ÷ bytes read per token. A dense model reads its whole "
                            "file per token; a mixture-of-experts model about its active share (active ÷ total "
@@ -501,7 +506,7 @@ def build_quantization(conn: Connection, d: Definition) -> Table:
             chart_rows.append({"label": name, "speedups": speedups})
     varies = {"quantization": f"one format per column: {', '.join(formats)} (ratios relative to {base})",
               "hardware": _listing(d.fixed["hardware"]) if "hardware" in d.fixed else "one machine per row"}
-    table_notes = _common_notes(d, rows)
+    table_notes = _common_notes(d)
     table_notes.append("Each cell is picked on its own; when the software version is not held fixed, the footnotes "
                        "say which version each figure comes from.")
     chart = {"type": "speedup", "rows": chart_rows, "formats": others, "baseline": base,
@@ -567,7 +572,7 @@ def build_versions(conn: Connection, d: Definition) -> Table:
     varies = {"software": f"{_listing(d.fixed['software'])}, one version (and set of options) per row"}
     if d.columns:
         varies["quantization"] = f"one format per column: {', '.join(formats)}"
-    table_notes = _common_notes(d, rows) + [order_note]
+    table_notes = _common_notes(d) + [order_note]
     return _finish(d, columns, rows, held_fixed(conn, d, varies), table_notes, notes)
 
 
@@ -602,7 +607,7 @@ def build_software(conn: Connection, d: Definition) -> Table:
         row["figures"] = _text(r["n_qualifying"] if r else 0)
         rows.append(row)
     varies = {"software": "one program per row (its version as picked)"}
-    return _finish(d, columns, rows, held_fixed(conn, d, varies), _common_notes(d, rows, calc=False), notes)
+    return _finish(d, columns, rows, held_fixed(conn, d, varies), _common_notes(d, calc=False), notes)
 
 
 # --------------------------------------------------------------------------------------------- 6. concurrency
@@ -638,7 +643,7 @@ def build_concurrency(conn: Connection, d: Definition) -> Table:
         rows.append(row)
         series.append({"users": n, "aggregate": agg["tokens_per_second"] if agg else None,
                        "per_user": per["tokens_per_second"] if per else None, "per_user_calc": share})
-    table_notes = _common_notes(d, rows)
+    table_notes = _common_notes(d)
     table_notes.append("The gain divides each aggregate figure by the one-user figure of the same conditions (the "
                        "aggregate at 1 user when there is one, else the per-user figure at 1 user); with one user the "
                        "two are the same quantity.")
@@ -679,7 +684,7 @@ def build_sources(conn: Connection, d: Definition) -> Table:
     varies = {"model": _listing(d.fixed["model"]) if "model" in d.fixed else "varies (shown per row)",
               "concurrency": fmt_fixed_concurrency(d) or "varies (shown per row)"}
     table_notes = [f"One row per source; the example is {d.pick_text} among that source's qualifying figures "
-                   f"(pick = \"{d.pick}\"). \"Figures\" counts them."]
+                   f"(pick = \"{d.pick}\"). {TIES_TEXT} \"Figures\" counts them."]
     if d.pick_reason:
         table_notes[0] += f" Why: {d.pick_reason}"
     if total > len(rows):
@@ -697,9 +702,23 @@ def fmt_fixed_concurrency(d: Definition) -> str | None:
 
 
 # -------------------------------------------------------------------------------------------------- 8. spread
+def _options(options_json: str | None) -> dict:
+    try:
+        options = json.loads(options_json or "{}")
+    except json.JSONDecodeError:
+        return {"options": options_json}
+    return options if isinstance(options, dict) else {"options": options}
+
+
+def options_differing(r: Mapping, top: Mapping) -> str:
+    """The options of `r` that differ from those of `top` ("ngl=-1, threads=20"; "fa unset" when `r` lacks one)."""
+    mine, theirs = _options(r["software_options"]), _options(top["software_options"])
+    return ", ".join(f"{k}={mine[k]}" if k in mine else f"{k} unset"
+                     for k in sorted(set(mine) | set(theirs)) if mine.get(k, object()) != theirs.get(k, object()))
+
+
 _DIMENSIONS = (
     ("software", fmt_software),
-    ("options", lambda r: fmt_options(r["software_options"]) or "none"),
     ("quantization", lambda r: r["quantization"]),
     ("lengths", fmt_lengths),
     ("concurrency", fmt_concurrency),
@@ -720,6 +739,8 @@ def build_spread(conn: Connection, d: Definition) -> Table:
     top = ranked[0] if ranked else None
     for rank, r in enumerate(ranked, 1):
         differs = [f"{name}: {fn(r)}" for name, fn in _DIMENSIONS if fn(r) != fn(top)]
+        if options_differing(r, top):
+            differs.insert(1 if fmt_software(r) != fmt_software(top) else 0, f"options: {options_differing(r, top)}")
         rows.append({
             "rank": _text(rank),
             "tokens_per_second": _measured(notes, r),

@@ -1,0 +1,63 @@
+"""`tpsdb ingest` (llama-bench output files) and the seed rebuilt from its curated inputs."""
+
+import os
+import subprocess
+
+from conftest import ROOT, run_cli
+from refresh_helpers import rows
+
+BENCH = ROOT / "tests" / "fixtures" / "benchfiles"
+DGX_URL = "https://github.com/ggml-org/llama.cpp/blob/4c7e9893c4ca8eec35d032726d14b74fae76cff8/benches/dgx-spark.md"
+
+
+def test_ingest_markdown_is_idempotent_and_archived(empty_db):
+    path = ROOT / "data" / "sources" / "llama.cpp-benches-dgx-spark.md"
+    args = ("ingest", str(path), "--source-url", DGX_URL, "--hardware", "NVIDIA DGX Spark", "--retrieved-at",
+            "2026-11-30")
+    first = run_cli(*args, db=empty_db).stdout
+    assert first.startswith("230 measurements added")
+    assert "0 measurements added, 230 already stored" in run_cli(*args, db=empty_db).stdout
+    snaps = rows(empty_db, "select canonical_url, length(body) as n, sha256 from snapshot")
+    assert len(snaps) == 1 and snaps[0]["canonical_url"] == DGX_URL and snaps[0]["n"] == path.stat().st_size
+    batched = rows(empty_db, "select users, tokens_per_second from measurement_full where model = 'gpt-oss 20B' "
+                             "and figure = 'aggregate' and phase = 'generation' and prompt_tokens = 0 "
+                             "and context_depth = 512 order by users")
+    assert [r["users"] for r in batched] == [1, 2, 4, 8, 16, 32]
+    assert [r["tokens_per_second"] for r in batched] == [81.11, 95.0, 151.9, 254.09, 400.94, 614.82]
+
+
+def test_ingest_every_llama_bench_format(empty_db):
+    files = sorted(p for p in BENCH.iterdir() if p.suffix in (".json", ".jsonl", ".csv", ".sql"))
+    assert {p.suffix for p in files} == {".json", ".jsonl", ".csv", ".sql"}
+    for path in files:
+        result = run_cli("ingest", str(path), "--source-url", f"https://example.org/{path.name}",
+                         "--hardware", "NVIDIA GeForce RTX 4090", db=empty_db)
+        assert "measurements added" in result.stdout
+    by_source = rows(empty_db, "select source_url, count(*) n from measurement_full group by source_url")
+    assert len(by_source) == len(files) and all(r["n"] > 0 for r in by_source)
+
+
+def test_ingest_refuses_bad_input_and_stores_nothing(tmp_path, empty_db):
+    empty = tmp_path / "notes.md"
+    empty.write_text("no benchmark output here\n", encoding="utf-8")
+    result = run_cli("ingest", str(empty), "--source-url", "https://example.org/x", db=empty_db, check=False)
+    assert result.returncode == 2 and "no llama-bench" in result.stderr
+    bad_url = run_cli("ingest", str(empty), "--source-url", "example.org/x", db=empty_db, check=False)
+    assert bad_url.returncode == 2 and "--source-url" in bad_url.stderr
+    bad_date = run_cli("ingest", str(empty), "--source-url", "https://example.org/x", "--retrieved-at", "30/11",
+                       db=empty_db, check=False)
+    assert bad_date.returncode == 2 and "--retrieved-at" in bad_date.stderr
+    assert rows(empty_db, "select count(*) n from snapshot") == [{"n": 0}]
+
+
+def test_seed_rebuilds_to_the_committed_bytes(tmp_path):
+    out = tmp_path / "seed.sql"
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "TPSDB": str(tmp_path / "tpsdb")}
+    (tmp_path / "tpsdb").write_text(f'#!/bin/sh\nexec "{os.sys.executable}" -m tpsdb "$@"\n')
+    (tmp_path / "tpsdb").chmod(0o755)
+    script = (ROOT / "data" / "build-seed.sh").read_text().replace('"$tpsdb" export-seed --db "$db"',
+                                                                  f'"$tpsdb" export-seed --db "$db" --out {out}')
+    (tmp_path / "build.sh").write_text(script.replace('cd "$(dirname "$0")/.."', f'cd "{ROOT}"'))
+    subprocess.run(["bash", str(tmp_path / "build.sh")], check=True, env=env, capture_output=True, timeout=300)
+    assert out.read_bytes() == (ROOT / "data" / "seed.sql").read_bytes()
+    assert b"127.0.0.1" not in out.read_bytes() and b"fixture" not in out.read_bytes().lower()

@@ -1,0 +1,495 @@
+"""Published tables, computed maxima and charts (issue 5), on small real SQLite databases built in each test."""
+
+from __future__ import annotations
+
+import copy
+import csv
+import io
+import json
+from datetime import date
+from pathlib import Path
+
+import pytest
+from sqlalchemy import text
+from sqlmodel import Session
+
+from conftest import ROOT, VALID_RECORD, run_cli
+from tpsdb import db
+from tpsdb.models import Hardware
+from tpsdb.publish.ceiling import CeilingError, compute, format_text
+from tpsdb.publish.charts import chart_svg
+from tpsdb.publish.definitions import DefinitionError, definition_from_dict, load_definitions
+from tpsdb.publish.render import render_csv, render_html, render_json, render_many, render_markdown
+from tpsdb.publish.site import publish_site
+from tpsdb.publish.tables import NO_MEASUREMENT, build_table
+from tpsdb.store import Store
+
+TODAY = date(2026, 11, 30)
+URL_4167 = "https://github.com/ggml-org/llama.cpp/discussions/4167#discussioncomment-{}"
+SPARK, ULTRA, M1 = "NVIDIA DGX Spark", "Apple M2 Ultra (76-core GPU)", "Apple M1 (8-core GPU)"
+HARDWARE = [  # name, bandwidth GB/s, memory GB; M1 has no cited bandwidth
+    (SPARK, 273, 128), (ULTRA, 800, 192), (M1, None, None),
+]
+SIZES = {"F16": 13.48, "Q8_0": 7.16, "Q4_0": 3.79}
+GPT_OSS = {"gpt-oss 20B": (20.91, 3.61, 12.11), "gpt-oss 120B": (116.83, 5.13, 63.37)}
+
+
+def rec(hardware: str, tps: float, *, model: str = "Llama 2 7B", quant: str = "Q4_0", software: str = "llama.cpp",
+        version: str = "b1000", options: dict | None = None, gen: int = 128, depth: int = 0, users: int = 1,
+        figure: str = "per_user", published: str = "2025-01-01", comment: int = 1, url: str | None = None,
+        quote: str | None = None, computed: bool = False) -> dict:
+    """A valid record (format v1) of one generation figure."""
+    r = copy.deepcopy(VALID_RECORD)
+    if model in GPT_OSS:
+        params, active, size = GPT_OSS[model]
+        r["model"] = {"name": model, "params_b": params, "active_params_b": active, "file_size_gb": size}
+    else:
+        r["model"] = {"name": model, "params_b": 6.74, "file_size_gb": SIZES[quant]}
+    r["hardware"] = {"name": hardware}
+    r["quantization"] = quant
+    r["software"] = {"name": software, "version": version, "options": options or {}}
+    r["lengths"] = {"prompt_tokens": 0, "generated_tokens": gen, "context_depth": depth}
+    r["concurrency"] = {"users": users, "figure": figure}
+    r["tokens_per_second"] = tps
+    r["stddev"] = None
+    r["source"] = {"url": url or URL_4167.format(comment), "retrieved_at": "2026-09-06", "published_at": published,
+                   "author": None, "quote": quote or f"| {hardware} | {quant} | tg{gen} | {tps} |"}
+    if computed:
+        r["nature"] = {"kind": "computed", "formula": "bandwidth / size", "inputs": {"bandwidth": 1, "size": 1}}
+    return r
+
+
+def build_db(tmp_path: Path, records: list[dict], name: str = "t.sqlite"):
+    """A migrated SQLite file with the reference hardware and the records stored through Store (validator included)."""
+    path = tmp_path / name
+    engine = db.make_engine(str(path))
+    db.migrate(engine)
+    with Session(engine) as session:
+        for hw, bandwidth, memory in HARDWARE:
+            session.add(Hardware(name=hw, memory_bandwidth_gbs=bandwidth, memory_gb=memory,
+                                 bandwidth_source_url=f"https://vendor.example/{hw.split()[1].lower()}-spec"
+                                 if bandwidth else None))
+        session.commit()
+        store = Store(session, today=TODAY)
+        outcomes = [store.put(r) for r in records]
+        store.flush()
+        session.commit()
+    return engine, path, outcomes
+
+
+def definition(kind: str, fixed: dict, **layout) -> object:
+    return definition_from_dict({"kind": kind, "title": f"Test {kind}", "fixed": fixed, **layout}, f"t-{kind}")
+
+
+TG128 = {"model": "Llama 2 7B", "quantization": "Q4_0", "software": "llama.cpp", "phase": "generation",
+         "prompt_tokens": 0, "generated_tokens": 128, "context_depth": 0, "users": 1, "figure": "per_user"}
+
+
+def build(engine, d):
+    with engine.connect() as conn:
+        return build_table(conn, d)
+
+
+def row_of(table, key: str, value: str) -> dict:
+    rows = [r for r in table.rows if r[key].text == value]
+    assert len(rows) == 1, f"{value!r} in {[r[key].text for r in table.rows]}"
+    return rows[0]
+
+
+def footnote(table, cell):
+    return next(f for f in table.footnotes if f.number == cell.footnote)
+
+
+# ------------------------------------------------------------------------------------------- 1. machines
+def test_machines_one_row_per_hardware_with_bandwidth_and_footnotes(tmp_path):
+    engine, _, outcomes = build_db(tmp_path, [
+        rec(SPARK, 50.0, version="b900", published="2024-05-01", comment=1),
+        rec(SPARK, 57.12, version="b1000", published="2025-03-01", comment=2),
+        rec(ULTRA, 94.27, version="8e672efe", published="2023-12-01", comment=3),
+        rec(M1, 14.19, version="8e672efe", comment=4),
+        rec(ULTRA, 99.0, quant="Q8_0", comment=5),  # another format: not in this table
+        rec(SPARK, 58.0, gen=32, comment=6),  # another test: not in this table
+    ])
+    assert all(o.outcome == "accepted" for o in outcomes)
+    table = build(engine, definition("machines", TG128, pick="latest"))
+    assert [r["hardware"].text for r in table.rows] == [ULTRA, SPARK, M1]  # measured figure, highest first
+    spark = row_of(table, "hardware", SPARK)
+    assert spark["tokens_per_second"].text == "57.12" and spark["tokens_per_second"].kind == "measured"
+    assert spark["bandwidth_gbs"].text == "273" and spark["figures"].text == "2"
+    assert spark["software"].text == "llama.cpp b1000"
+    note = footnote(table, spark["tokens_per_second"])
+    assert note.url == URL_4167.format(2) and note.retrieved_at == "2026-09-06" and "57.12" in note.quote
+    assert footnote(table, spark["bandwidth_gbs"]).url == "https://vendor.example/dgx-spec"
+    m1 = row_of(table, "hardware", M1)
+    assert m1["bandwidth_gbs"].text == "" and m1["bandwidth_gbs"].footnote is None  # unknown stays empty
+    fixed = dict(table.held_fixed)
+    assert fixed["Model"].startswith("Llama 2 7B") and "Q4_0 file 3.79 GB" in fixed["Model"]
+    assert fixed["Quantization"] == "Q4_0" and fixed["Concurrency"] == "1 user, per-user figure"
+    assert "generated tokens 128" in fixed["Lengths"] and "measured" in fixed["Nature"]
+    assert not any(c.kind == "calc" for c in table.columns)
+
+
+def test_only_active_measured_figures_fill_cells(tmp_path):
+    engine, _, outcomes = build_db(tmp_path, [
+        rec(SPARK, 57.12, comment=1),
+        rec(SPARK, 70.0, comment=2, published="2026-01-01"),  # will be superseded
+        rec(ULTRA, 150.0, comment=3, computed=True),  # a calculation: never fills a measured cell
+        {**rec(ULTRA, 90.0, comment=4), "quantization": "4-bit"},  # rejected
+    ])
+    assert [o.outcome for o in outcomes] == ["accepted", "accepted", "accepted", "rejected"]
+    with engine.begin() as conn:
+        conn.execute(text("UPDATE measurement SET status = 'superseded' WHERE tokens_per_second = 70.0"))
+    table = build(engine, definition("machines", TG128, rows=[SPARK, ULTRA], pick="best"))
+    assert row_of(table, "hardware", SPARK)["tokens_per_second"].text == "57.12"
+    ultra = row_of(table, "hardware", ULTRA)
+    assert ultra["tokens_per_second"].value is None and ultra["tokens_per_second"].text == ""
+    assert ultra["tokens_per_second"].footnote is None and ultra["figures"].text == "0"
+    assert ultra["bandwidth_gbs"].text == "800"  # the listed row still shows its bandwidth
+    assert "150" not in render_markdown(table) and "90" not in render_markdown(table)
+
+
+# --------------------------------------------------------------------------------------------- 2. ceiling
+def test_ceiling_arithmetic_labels_and_required_bandwidth(tmp_path):
+    engine, _, _ = build_db(tmp_path, [rec(SPARK, 57.12), rec(ULTRA, 94.27, comment=2), rec(M1, 14.19, comment=3)])
+    table = build(engine, definition("ceiling", TG128, require_bandwidth=True))
+    labels = {c.key: c.label for c in table.columns}
+    assert "calc." in labels["ceiling_tps"] and "calc." in labels["share"]
+    assert {c.key: c.kind for c in table.columns}["ceiling_tps"] == "calc"
+    spark = row_of(table, "hardware", SPARK)
+    assert spark["ceiling_tps"].text == "72.03"  # 273 / 3.79
+    assert spark["ceiling_tps"].kind == "calc" and spark["ceiling_tps"].footnote is None
+    assert spark["share"].text == "79.3%"  # 57.12 / 72.03
+    assert row_of(table, "hardware", ULTRA)["ceiling_tps"].text == "211.08"  # 800 / 3.79
+    assert M1 not in [r["hardware"].text for r in table.rows]  # no cited bandwidth: left out
+    assert any("calc." in n for n in table.notes)
+    assert table.chart["read_gb"] == pytest.approx(3.79)
+
+
+def test_ceiling_of_listed_machine_without_figure_stays_a_calculation(tmp_path):
+    engine, _, _ = build_db(tmp_path, [rec(ULTRA, 94.27)])
+    table = build(engine, definition("ceiling", TG128, rows=[SPARK, ULTRA]))
+    spark = row_of(table, "hardware", SPARK)
+    assert spark["tokens_per_second"].text == "" and spark["share"].text == ""  # no measurement: empty
+    assert spark["ceiling_tps"].text == "72.03" and spark["ceiling_tps"].kind == "calc"
+
+
+def test_ceiling_of_a_mixture_of_experts_uses_the_active_share(tmp_path):
+    engine, _, _ = build_db(tmp_path, [rec(SPARK, 59.02, model="gpt-oss 120B", quant="MXFP4", gen=32,
+                                           version="b6918 (2f68ce7cf)")])
+    fixed = {"model": "gpt-oss 120B", "quantization": "MXFP4", "phase": "generation", "users": 1}
+    spark = row_of(build(engine, definition("ceiling", fixed)), "hardware", SPARK)
+    assert spark["ceiling_tps"].text == "98.11"  # 273 / (63.37 × 5.13 / 116.83)
+    assert spark["share"].text == "60.2%"
+
+
+# ------------------------------------------------------------------------------------------- pick rules
+@pytest.mark.parametrize("pick, expected", [("best", "70"), ("median", "50"), ("latest", "40")])
+def test_pick_rules(tmp_path, pick, expected):
+    engine, _, _ = build_db(tmp_path, [
+        rec(SPARK, 60.0, published="2025-01-01", comment=1),
+        rec(SPARK, 50.0, published="2025-02-01", comment=2),
+        rec(SPARK, 70.0, published="2024-01-01", comment=3),
+        rec(SPARK, 40.0, published="2026-01-01", comment=4),
+    ])
+    table = build(engine, definition("machines", TG128, pick=pick))
+    cell = row_of(table, "hardware", SPARK)["tokens_per_second"]
+    assert cell.text == expected  # median of 40, 50, 60, 70: the lower middle one, a real figure
+    assert "4 qualifying figures" in cell.hint
+    assert any(f'pick = "{pick}"' in n for n in table.notes)
+
+
+def test_latest_breaks_date_ties_by_build_number(tmp_path):
+    engine, _, _ = build_db(tmp_path, [rec(SPARK, 51.0, version="b6000", comment=1),
+                                       rec(SPARK, 52.0, version="b7000", comment=2)])
+    cell = row_of(build(engine, definition("machines", TG128, pick="latest")), "hardware", SPARK)["tokens_per_second"]
+    assert cell.text == "52"
+
+
+# ----------------------------------------------------------------------------------------- 3. quantization
+def test_quantization_formats_side_by_side(tmp_path):
+    engine, _, _ = build_db(tmp_path, [
+        rec(ULTRA, 41.0, quant="F16", comment=1), rec(ULTRA, 66.0, quant="Q8_0", comment=2),
+        rec(ULTRA, 94.27, quant="Q4_0", comment=3),
+        rec(M1, 7.92, quant="Q8_0", comment=4), rec(M1, 14.19, quant="Q4_0", comment=5),
+    ])
+    fixed = {k: v for k, v in TG128.items() if k != "quantization"}
+    table = build(engine, definition("quantization", fixed, columns=["F16", "Q8_0", "Q4_0"]))
+    ultra = row_of(table, "hardware", ULTRA)
+    assert [ultra[f"tps_{q}"].text for q in ("F16", "Q8_0", "Q4_0")] == ["41", "66", "94.27"]
+    assert ultra["speedup_Q4_0"].text == "×2.30" and ultra["speedup_Q8_0"].text == "×1.61"
+    assert ultra["size_Q4_0"].text == "×3.56" and ultra["size_Q8_0"].text == "×1.88"  # 13.48 / 3.79, / 7.16
+    m1 = row_of(table, "hardware", M1)
+    assert m1["tps_F16"].text == "" and m1["speedup_Q4_0"].text == "" and m1["size_Q4_0"].text == ""
+    assert all("calc." in c.label for c in table.columns if c.key.startswith(("speedup", "size")))
+    assert [r["label"] for r in table.chart["rows"]] == [ULTRA]
+
+
+# -------------------------------------------------------------------------------------------- 4. versions
+def test_versions_in_date_order_with_options_rows(tmp_path):
+    engine, _, _ = build_db(tmp_path, [
+        rec(ULTRA, 125.5, version="c1d0e7a00", published="2025-06-01", options={"fa": 1}, comment=1),
+        rec(ULTRA, 94.27, version="8e672efe", published="2023-11-20", comment=2),
+        rec(ULTRA, 96.0, version="8e672efe", published="2024-02-01", comment=3),
+        rec(ULTRA, 110.0, version="5c0eb5ef5", published="2024-09-01", options={"fa": 1}, comment=4),
+        rec(ULTRA, 41.0, quant="F16", version="8e672efe", published="2023-11-20", comment=5),
+    ])
+    fixed = {k: v for k, v in TG128.items() if k != "quantization"} | {"hardware": ULTRA}
+    table = build(engine, definition("versions", fixed, columns=["F16", "Q4_0"], pick="median"))
+    assert [r["version"].text for r in table.rows] == ["8e672efe", "5c0eb5ef5", "c1d0e7a00"]
+    first, _, last = table.rows
+    assert first["tps_Q4_0"].text == "94.27"  # median of 94.27 and 96: the lower one
+    assert first["first_seen"].text == "2023-11-20" and first["tps_F16"].text == "41"
+    assert last["options"].text == "fa=1" and last["tps_F16"].text == ""
+    assert last["change_Q4_0"].text == "+33.1%"  # 125.5 / 94.27 - 1
+    assert any("date order" in n for n in table.notes)
+
+
+def test_versions_in_build_order_when_every_version_has_one(tmp_path):
+    engine, _, _ = build_db(tmp_path, [rec(SPARK, 55.0, version="b7000", published="2024-01-01", comment=1),
+                                       rec(SPARK, 50.0, version="b6000", published="2025-01-01", comment=2)])
+    fixed = {k: v for k, v in TG128.items()} | {"hardware": SPARK}
+    table = build(engine, definition("versions", fixed))
+    assert [r["version"].text for r in table.rows] == ["b6000", "b7000"]
+
+
+# -------------------------------------------------------------------------------------------- 5. software
+def test_software_one_row_per_program(tmp_path):
+    gpt = dict(model="gpt-oss 20B", quant="MXFP4", gen=32)
+    engine, _, _ = build_db(tmp_path, [
+        rec(SPARK, 84.1, version="b6918 (2f68ce7cf)", **gpt, comment=1),
+        rec(SPARK, 49.7, software="Ollama", version="0.12.3", url="https://lmsys.example/spark", **gpt),
+    ])
+    fixed = {"hardware": SPARK, "model": "gpt-oss 20B", "quantization": "MXFP4", "phase": "generation", "users": 1}
+    table = build(engine, definition("software", fixed, rows=["llama.cpp", "Ollama", "vLLM"]))
+    assert [r["software"].text for r in table.rows] == ["llama.cpp", "Ollama", "vLLM"]
+    assert row_of(table, "software", "Ollama")["tokens_per_second"].text == "49.7"
+    assert row_of(table, "software", "Ollama")["version"].text == "0.12.3"
+    vllm = row_of(table, "software", "vLLM")
+    assert vllm["tokens_per_second"].text == "" and vllm["version"].text == ""
+
+
+# ----------------------------------------------------------------------------------------- 6. concurrency
+def test_concurrency_per_user_aggregate_and_gain(tmp_path):
+    gpt = dict(model="gpt-oss 20B", quant="MXFP4", gen=32, depth=512, figure="aggregate", version="b6918 (2f68ce7cf)")
+    engine, _, _ = build_db(tmp_path, [rec(SPARK, 81.11, users=1, **gpt), rec(SPARK, 95.0, users=2, **gpt),
+                                       rec(SPARK, 614.82, users=32, **gpt)])
+    fixed = {"hardware": SPARK, "model": "gpt-oss 20B", "quantization": "MXFP4", "phase": "generation",
+             "generated_tokens": 32, "context_depth": 512}
+    table = build(engine, definition("concurrency", fixed, rows=[1, 2, 4, 32]))
+    assert [r["users"].text for r in table.rows] == ["1", "2", "4", "32"]
+    n32 = row_of(table, "users", "32")
+    assert n32["aggregate"].text == "614.82" and n32["per_user"].text == ""  # no per-user figure measured
+    assert n32["per_user_calc"].text == "19.21" and n32["per_user_calc"].kind == "calc"  # 614.82 / 32
+    assert n32["gain"].text == "×7.58"  # 614.82 / 81.11
+    assert row_of(table, "users", "1")["gain"].text == "×1.00"
+    n4 = row_of(table, "users", "4")
+    assert n4["aggregate"].text == "" and n4["gain"].text == "" and n4["per_user_calc"].text == ""
+    assert "users vary" not in dict(table.held_fixed)["Concurrency"]
+    assert [s["aggregate"] for s in table.chart["series"]] == [81.11, 95.0, None, 614.82]
+
+
+# --------------------------------------------------------------------------------------------- 7. sources
+def test_sources_one_example_each(tmp_path):
+    engine, _, _ = build_db(tmp_path, [
+        rec(SPARK, 57.12, comment=1, published="2025-01-01"), rec(SPARK, 59.0, comment=2, published="2025-05-01"),
+        rec(SPARK, 42.1, software="Ollama", version="0.12.3", url="https://servethehome.example/spark-review"),
+        rec(ULTRA, 94.27, comment=3),  # another machine
+    ])
+    table = build(engine, definition("sources", {"hardware": SPARK, "phase": "generation"}, pick="latest"))
+    assert [r["source"].text for r in table.rows] == ["https://github.com/ggml-org/llama.cpp/discussions/4167",
+                                                      "https://servethehome.example/spark-review"]
+    first = table.rows[0]
+    assert first["figures"].text == "2" and first["example"].text == "59"
+    assert first["source"].href == "https://github.com/ggml-org/llama.cpp/discussions/4167"
+    assert table.rows[1]["software"].text == "Ollama 0.12.3" and table.rows[1]["lengths"].text == "tg128"
+
+
+# ---------------------------------------------------------------------------------------------- 8. spread
+def test_spread_ranks_every_figure_and_names_what_differs(tmp_path):
+    gpt = dict(model="gpt-oss 120B", quant="MXFP4", gen=32)
+    engine, _, _ = build_db(tmp_path, [
+        rec(SPARK, 55.4, version="b6918 (2f68ce7cf)", comment=1, **gpt),
+        rec(SPARK, 42.0, version="b6800", comment=2, **gpt),
+        rec(SPARK, 51.85, version="b6918 (2f68ce7cf)", depth=8192, comment=3, **gpt),
+        rec(SPARK, 14.5, software="Ollama", version="0.12.3", url="https://servethehome.example/spark", **gpt),
+        rec(SPARK, 30.0, users=2, figure="aggregate", comment=4, **gpt),  # two users: not in this table
+    ])
+    d = definition("spread", {"hardware": SPARK, "model": "gpt-oss 120B", "phase": "generation", "users": 1})
+    table = build(engine, d)
+    assert [r["tokens_per_second"].text for r in table.rows] == ["55.4", "51.85", "42", "14.5"]
+    differs = [r["differs"].text for r in table.rows]
+    assert differs[0] == "(the highest figure)"
+    assert differs[1] == "lengths: tg32 @ d8192"
+    assert differs[2] == "software: llama.cpp b6800"
+    assert "software: Ollama 0.12.3" in differs[3] and "source: https://servethehome.example/spark" in differs[3]
+    assert table.rows[3]["vs_top"].text == "26.2%"
+    limited = build(engine, definition("spread", dict(d.fixed), limit=2))
+    assert len(limited.rows) == 2 and limited.total_rows == 4 and any("2 highest of 4" in n for n in limited.notes)
+
+
+# ----------------------------------------------------------------------------------------- empty tables
+def test_every_project_table_renders_on_an_empty_database(tmp_path):
+    engine, _, _ = build_db(tmp_path, [])
+    definitions = load_definitions()
+    assert [d.kind for d in definitions] == ["machines", "ceiling", "quantization", "versions", "software",
+                                             "concurrency", "sources", "spread"]
+    with engine.connect() as conn:
+        tables = [build_table(conn, d) for d in definitions]
+    for table in tables:
+        assert table.empty and table.notes[0] == NO_MEASUREMENT
+        for renderer in (render_markdown, render_html, render_csv, render_json):
+            out = renderer(table)
+            assert table.definition.columns == () or out
+        assert NO_MEASUREMENT in render_markdown(table)
+        assert json.loads(render_json(table))["empty"] is True
+        header = next(csv.reader(io.StringIO(render_csv(table))))
+        assert header[0] == table.columns[0].label and "Held fixed: Model" in header
+    assert chart_svg(tables[0].chart) == (None, "No chart: no measured figure to draw yet.")
+    site = publish_site(engine, definitions, tmp_path / "site")
+    assert len(site) == 1 + 4 * len(definitions)
+
+
+# ----------------------------------------------------------------------------------------- rendering
+def test_source_text_is_escaped(tmp_path):
+    hostile = "| NVIDIA DGX Spark | 57.12 | <script>alert('x')</script> <img src=x onerror=alert(1)>"
+    engine, _, outcomes = build_db(tmp_path, [rec(SPARK, 57.12, quote=hostile)])
+    assert outcomes[0].outcome == "accepted"
+    with engine.begin() as conn:
+        conn.execute(text("UPDATE source SET title = '<b>Spark</b> & \"friends\"'"))
+    table = build(engine, definition("machines", TG128))
+    html = render_html(table)
+    assert "<script>" not in html and "<img" not in html and "<b>Spark" not in html
+    assert "&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt;" in html
+    assert "&lt;b&gt;Spark&lt;/b&gt; &amp; &#34;friends&#34;" in html
+    md = render_markdown(table)
+    assert "quote: `| NVIDIA DGX Spark | 57.12 | <script>alert('x')</script>" in md  # in a code span, shown literally
+    assert "&lt;b&gt;Spark&lt;/b&gt;" in md
+
+
+def test_footnotes_in_every_format(tmp_path):
+    engine, _, _ = build_db(tmp_path, [rec(SPARK, 57.12, comment=7)])
+    table = build(engine, definition("machines", TG128))
+    url = URL_4167.format(7)
+    md = render_markdown(table)
+    assert "57.12[^t-machines-2]" in md
+    assert f"[^t-machines-2]: [{url}](<{url}>) · retrieved 2026-09-06 · published 2025-01-01" in md
+    assert "[^t-machines-1]: [Memory bandwidth of NVIDIA DGX Spark](<https://vendor.example/dgx-spec>)" in md
+    html = render_html(table)
+    assert '<a href="#t-machines-fn-2">2</a>' in html and f'<li id="t-machines-fn-2" value="2">' in html
+    assert f'<a href="{url}">' in html and "retrieved 2026-09-06" in html
+    rows = list(csv.DictReader(io.StringIO(render_csv(table))))
+    assert rows[0]["Measured tokens/s"] == "57.12" and rows[0]["Measured tokens/s source URL"] == url
+    assert rows[0]["Measured tokens/s retrieved"] == "2026-09-06" and rows[0]["Held fixed: Quantization"] == "Q4_0"
+    data = json.loads(render_json(table))
+    cell = data["rows"][0]["tokens_per_second"]
+    assert cell == {"text": "57.12", "value": 57.12, "kind": "measured", "footnote": 2, "hint": cell["hint"]}
+    assert data["footnotes"][1]["url"] == url and data["footnotes"][1]["retrieved_at"] == "2026-09-06"
+    assert json.loads(render_many([table, table], "json"))[1]["name"] == "t-machines"
+
+
+def test_charts_are_inline_svg_and_deterministic(tmp_path):
+    engine, _, _ = build_db(tmp_path, [rec(SPARK, 57.12), rec(ULTRA, 94.27, comment=2)])
+    table = build(engine, definition("ceiling", TG128))
+    svg, caption = chart_svg(table.chart)
+    assert svg.startswith("<svg") and "NVIDIA DGX Spark" in svg and "calc." in svg
+    assert "calculation" in caption
+    assert chart_svg(build(engine, definition("ceiling", TG128)).chart)[0] == svg
+
+
+# ------------------------------------------------------------------------------------------ definitions
+@pytest.mark.parametrize("data, message", [
+    ({"kind": "machine", "title": "x"}, "kind = 'machine' is not one of"),
+    ({"kind": "machines", "title": "x", "fixed": {"model": "m"}}, "needs fixed.quantization"),
+    ({"kind": "machines", "title": "x", "fixed": {"model": "m", "quantization": "Q4_0", "hardware": "h"}},
+     "varies hardware"),
+    ({"kind": "machines", "title": "x", "fixed": {"model": "m", "quantization": "Q4_0", "modle": "m"}},
+     "unknown key fixed.modle"),
+    ({"kind": "machines", "title": "x", "colour": "red"}, "unknown key 'colour'"),
+    ({"kind": "machines", "title": "x", "limit": 3, "fixed": {"model": "m", "quantization": "Q4_0"}},
+     "'limit' does not apply to a machines table"),
+    ({"kind": "spread", "title": "x", "pick": "mean", "fixed": {"hardware": "h", "model": "m"}}, "pick = 'mean'"),
+    ({"kind": "spread", "title": "x", "fixed": {"hardware": "h", "model": "m", "users": "one"}}, "non-negative integer"),
+    ({"kind": "quantization", "title": "x", "baseline": "F32", "fixed": {"model": "m"}}, "baseline 'F32'"),
+])
+def test_definition_errors_name_the_key(data, message):
+    with pytest.raises(DefinitionError, match=message.replace("(", r"\(").replace(".", r"\.")):
+        definition_from_dict(data, "t", "t.toml")
+
+
+# ------------------------------------------------------------------------------------------------- ceiling
+def test_ceiling_logic_inputs_sources_and_memory(tmp_path):
+    engine, _, _ = build_db(tmp_path, [rec(SPARK, 57.12), rec(M1, 14.19, comment=2)])
+    with Session(engine) as session:
+        (result,) = compute(session, SPARK, "Llama 2 7B", "q4_0")
+        assert result.per_user_tps == pytest.approx(72.0317, abs=1e-4) and result.fits is True
+        report = format_text([result])
+        with pytest.raises(CeilingError, match="memory bandwidth of Apple M1 \\(8-core GPU\\) is unknown"):
+            compute(session, M1, "Llama 2 7B", "Q4_0")
+        with pytest.raises(CeilingError, match="no F16 file of Llama 2 7B .*formats known: Q4_0"):
+            compute(session, SPARK, "Llama 2 7B", "F16")
+        with pytest.raises(CeilingError, match="Did you mean: 'Llama 2 7B'"):
+            compute(session, SPARK, "Llama 2 7b", "Q4_0")
+    assert report.startswith("CALCULATION, not a measurement")
+    assert "= 273 GB/s ÷ 3.79 GB" in report and "= 72.03 tokens/s per user" in report
+    assert "source: https://vendor.example/dgx-spec" in report and f"source: {URL_4167.format(1)}" in report
+    assert "has 128 GB: it fits (124.21 GB left" in report
+
+
+# --------------------------------------------------------------------------------------------------- CLI
+def test_cli_tables_publish_and_ceiling(tmp_path):
+    _, path, _ = build_db(tmp_path, [
+        rec(SPARK, 57.12), rec(ULTRA, 94.27, comment=2),
+        rec(SPARK, 59.02, model="gpt-oss 120B", quant="MXFP4", gen=32, comment=3),
+    ])
+    md = run_cli("tables", "machines", "ceiling", "--format", "md", db=path).stdout
+    assert "## Table 1." in md and "## Table 2." in md and "| NVIDIA DGX Spark | 273[^" in md and "72.03" in md
+    one = json.loads(run_cli("tables", "ceiling", "--format", "json", db=path).stdout)
+    assert one["name"] == "ceiling" and one["rows"][1]["ceiling_tps"]["text"] == "72.03"
+    out = tmp_path / "out"
+    result = run_cli("tables", "--format", "csv", "--out", str(out), db=path)
+    assert sorted(p.name for p in out.iterdir()) == sorted(f"{d.name}.csv" for d in load_definitions())
+    assert "software.csv (no validated measurement yet)" in result.stderr
+    unknown = run_cli("tables", "nope", db=path, check=False)
+    assert unknown.returncode == 2 and "no table named 'nope'" in unknown.stderr and "machines" in unknown.stderr
+
+    tables_dir = tmp_path / "defs"
+    tables_dir.mkdir()
+    (tables_dir / "mine.toml").write_text('kind = "sources"\ntitle = "Mine"\n[fixed]\nhardware = "NVIDIA DGX Spark"\n')
+    site = tmp_path / "site"
+    run_cli("publish", "--out", str(site), "--tables-dir", str(tables_dir), db=path)
+    assert sorted(p.name for p in site.iterdir()) == ["index.html", "mine.csv", "mine.html", "mine.json", "mine.md"]
+    assert 'href="mine.html"' in (site / "index.html").read_text()
+
+    text_out = run_cli("ceiling", "--hardware", SPARK, "--model", "gpt-oss 120B", "--quant", "MXFP4",
+                       "--users", "4", db=path).stdout
+    assert text_out.startswith("CALCULATION") and "= 98.11 tokens/s per user" in text_out
+    assert "aggregate max. (calc.) for 4 users = 4 × 98.11 = 392.44 tokens/s" in text_out
+    assert "5.13 B active per token" in text_out and "it fits" in text_out
+    no_memory = run_cli("ceiling", "--hardware", M1, "--model", "Llama 2 7B", "--quant", "Q4_0", db=path, check=False)
+    assert no_memory.returncode == 2 and "memory bandwidth of Apple M1 (8-core GPU) is unknown" in no_memory.stderr
+    with Session(db.make_engine(str(path))) as session:
+        session.add(Hardware(name="Mystery box", memory_bandwidth_gbs=100, bandwidth_source_url="https://x.example/b"))
+        session.commit()
+    unknown_memory = run_cli("ceiling", "--hardware", "Mystery box", "--model", "Llama 2 7B", "--quant", "Q4_0",
+                             "--format", "json", db=path)
+    data = json.loads(unknown_memory.stdout)[0]
+    assert data["kind"] == "calculation" and data["fits"] is None and data["per_user_tps"] == pytest.approx(26.385, 1e-3)
+    assert "unknown" in run_cli("ceiling", "--hardware", "Mystery box", "--model", "Llama 2 7B", "--quant", "Q4_0",
+                                db=path).stdout
+
+
+def test_publish_commands_have_help():
+    top = run_cli("--help").stdout
+    assert all(command in top for command in ("tables", "publish", "ceiling"))
+    ceiling_help = run_cli("ceiling", "--help").stdout
+    assert "Usage:" in ceiling_help and "--hardware" in ceiling_help and "calculation" in ceiling_help
+
+
+def test_project_definitions_are_the_articles_eight():
+    definitions = load_definitions(ROOT / "tables")
+    by_name = {d.name: d for d in definitions}
+    assert by_name["machines"].fixed["model"] == "Llama 2 7B" and by_name["machines"].fixed["generated_tokens"] == 128
+    assert by_name["concurrency"].fixed["hardware"] == "NVIDIA DGX Spark" and by_name["concurrency"].rows == (
+        1, 2, 4, 8, 16, 32)
+    assert by_name["spread"].fixed["model"] == "gpt-oss 120B" and by_name["spread"].fixed["users"] == 1
+    assert all(d.pick in ("latest", "best", "median") for d in definitions)

@@ -1,0 +1,96 @@
+"""The published site in a real headless Chromium (Debian package `chromium`), opened from file:// as a reader would.
+
+Each page is loaded twice: `--dump-dom` (the DOM after scripts would have run: tables and inline SVG charts present,
+source text shown as text) and `--screenshot` (kept under tests/artifacts/, one PNG per page, for a human to look at).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT
+from test_publish import SPARK, ULTRA, build_db, rec
+from tpsdb.publish.definitions import load_definitions
+from tpsdb.publish.site import publish_site
+
+CHROMIUM = Path("/usr/bin/chromium")
+ARTIFACTS = ROOT / "tests" / "artifacts"
+FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+CHART_PAGES = {"machines", "ceiling", "quantization", "concurrency"}
+HOSTILE = "| NVIDIA DGX Spark | 57.12 | <script>document.title='pwned'</script>"
+
+pytestmark = pytest.mark.skipif(not CHROMIUM.exists(),
+                                reason="/usr/bin/chromium is absent (install Debian's package: apt-get install chromium)")
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory) -> Path:
+    """The project's eight tables published from a small database that gives each of them rows."""
+    tmp = tmp_path_factory.mktemp("site")
+    gpt20 = dict(model="gpt-oss 20B", quant="MXFP4", gen=32, version="b6918 (2f68ce7cf)")
+    gpt120 = dict(model="gpt-oss 120B", quant="MXFP4", gen=32)
+    records = [
+        rec(SPARK, 57.12, comment=1, quote=HOSTILE),
+        rec(ULTRA, 94.27, version="8e672efe", published="2023-11-20", comment=2),
+        rec(ULTRA, 66.0, quant="Q8_0", version="8e672efe", published="2023-11-20", comment=3),
+        rec(ULTRA, 41.0, quant="F16", version="8e672efe", published="2023-11-20", comment=4),
+        rec(ULTRA, 125.5, version="c1d0e7a00", published="2025-06-01", options={"fa": 1}, comment=5),
+        rec(SPARK, 84.1, **gpt20, comment=6),
+        rec(SPARK, 49.7, model="gpt-oss 20B", quant="MXFP4", gen=32, software="Ollama", version="0.12.3",
+            url="https://lmsys.example/spark-review"),
+        *[rec(SPARK, tps, **gpt20, depth=512, users=n, figure="aggregate", comment=10 + n)
+          for n, tps in ((1, 81.11), (2, 95.0), (4, 151.9), (8, 254.09), (16, 400.94), (32, 614.82))],
+        rec(SPARK, 59.02, **gpt120, version="b6918 (2f68ce7cf)", comment=7),
+        rec(SPARK, 42.0, **gpt120, version="b6800", comment=8),
+        rec(SPARK, 14.5, **gpt120, software="Ollama", version="0.12.3", url="https://servethehome.example/spark"),
+    ]
+    engine, _, outcomes = build_db(tmp, records)
+    assert all(o.outcome == "accepted" for o in outcomes), [o.reasons for o in outcomes]
+    out = tmp / "site"
+    publish_site(engine, load_definitions(), out)
+    return out
+
+
+def _chromium(page: Path, *args: str) -> subprocess.CompletedProcess:
+    with tempfile.TemporaryDirectory() as profile:
+        return subprocess.run([str(CHROMIUM), *FLAGS, f"--user-data-dir={profile}", *args, page.as_uri()],
+                              capture_output=True, text=True, timeout=90)
+
+
+def _load(page: Path) -> tuple[Path, str, Path]:
+    dom = _chromium(page, "--dump-dom")
+    assert dom.returncode == 0, dom.stderr[-2000:]
+    shot = ARTIFACTS / f"site-{page.stem}.png"
+    shot.unlink(missing_ok=True)
+    screenshot = _chromium(page, f"--screenshot={shot}", "--window-size=1280,2000")
+    assert screenshot.returncode == 0, screenshot.stderr[-2000:]
+    return page, dom.stdout, shot
+
+
+def test_every_page_loads_with_its_table_and_chart(site):
+    ARTIFACTS.mkdir(exist_ok=True)
+    pages = sorted(site.glob("*.html"))
+    assert len(pages) == 1 + len(load_definitions())
+    with ThreadPoolExecutor(max_workers=3) as pool:
+        loaded = list(pool.map(_load, pages))
+    doms = {page.stem: dom for page, dom, _ in loaded}
+    for page, dom, shot in loaded:
+        assert "<table" in dom, page.name
+        assert shot.exists() and shot.stat().st_size > 10_000, shot
+        if page.stem in CHART_PAGES:
+            assert "<svg" in dom and "<path" in dom, f"{page.name}: no chart"
+    for page in pages:
+        if page.stem != "index":
+            assert f'href="{page.name}"' in doms["index"]
+    machines = doms["machines"]
+    assert "<title>Table 1." in machines and "pwned" not in machines.split("</title>")[0]
+    assert "&lt;script&gt;document.title='pwned'&lt;/script&gt;" in machines
+    assert "72.03" in doms["ceiling"] and "calc." in doms["ceiling"]
+    assert "×7.58" in doms["concurrency"]
+    assert 'class="empty"' not in doms["machines"]
