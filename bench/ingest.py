@@ -25,7 +25,7 @@ def synthetic(i: int, rng: random.Random) -> dict:
     name, params, size, quant = MODELS[i % len(MODELS)]
     value = round(rng.uniform(5, 300), 2)
     return {
-        "source": {"url": f"https://example.org/bench/{i // 50}#row-{i}", "retrieved_at": "2026-09-06",
+        "source": {"url": f"https://example.org/bench/{i % 20}#row-{i}", "retrieved_at": "2026-09-06",
                    "published_at": "2026-01-01", "author": "bench", "quote": f"| {name} {quant} | tg128 | {value} |"},
         "hardware": {"name": HARDWARE[i % len(HARDWARE)]},
         "model": {"name": name, "params_b": params, "file_size_gb": size},

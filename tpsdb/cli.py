@@ -195,15 +195,20 @@ def add(
     counts: Counter = Counter()
     with Session(engine) as session:
         store = Store(session)
-        for path in files:
-            candidates = load_candidates(path)
-            gc.freeze()  # why: the cyclic GC rescans every loaded record on each collection, quadratic on big files
-            for index, candidate in enumerate(candidates, 1):
-                counts[store.put(candidate).outcome] += 1
-                if index % 20000 == 0:
-                    typer.echo(f"{path}: {index}/{len(candidates)}", err=True)
-        store.flush()
-        session.commit()
+        # Records and rows hold no reference cycles; the cyclic GC would only rescan every object a bulk add
+        # creates, over and over (measured: more than half the time of a 100,000-record add).
+        gc.disable()
+        try:
+            for path in files:
+                candidates = load_candidates(path)
+                for index, candidate in enumerate(candidates, 1):
+                    counts[store.put(candidate).outcome] += 1
+                    if index % 20000 == 0:
+                        typer.echo(f"{path}: {index}/{len(candidates)}", err=True)
+            store.flush()
+            session.commit()
+        finally:
+            gc.enable()
     typer.echo(
         f"{counts['accepted']} measurements added, {counts['accepted_unchanged']} already stored; "
         f"{counts['rejected']} rejections added, {counts['rejected_unchanged']} already stored"
