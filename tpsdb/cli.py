@@ -16,6 +16,7 @@ from sqlalchemy import func
 from sqlmodel import Session, select
 
 from . import cli_publish, config, db
+from .cli_common import DbOption, fail, open_db
 from .models import Hardware, Measurement, Model, ModelFile, Rejection, Source, Status
 from .query import QueryError, render, run_readonly
 from .record import RecordFileError, Via, parse_records, validate
@@ -31,26 +32,6 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-
-DbOption = Annotated[
-    Optional[str],
-    typer.Option("--db", help="Database URL or SQLite path. Default: $TPSDB_DATABASE_URL, else data/tpsdb.sqlite."),
-]
-
-
-def fail(message: str, code: int = 2) -> None:
-    typer.echo(f"error: {message}", err=True)
-    raise typer.Exit(code)
-
-
-def open_db(url: str | None):
-    engine = db.make_engine(url)
-    try:
-        db.require_schema(engine)
-    except db.DatabaseError as error:
-        fail(str(error))
-    return engine
-
 
 def read_text(path: Path) -> str:
     try:
@@ -314,21 +295,31 @@ def refresh(
         fail("name the sources to refresh, or pass --due (see `tpsdb sources`)")
     engine = open_db(db_url)
     keys = _pick(specs, names or []) if names else due_sources(engine, specs)
+    _run_sources(engine, keys, lambda key: refresh_source(engine, specs[key], session_factory=_http_session,
+                                                          progress=_progress), as_json=as_json, wait=wait)
+    if not keys and not as_json:
+        typer.echo("no source is due")
+
+
+def _progress(message: str) -> None:
+    typer.echo(message, err=True)
+
+
+def _run_sources(engine, keys: list[str], run_one, *, as_json: bool, wait: bool) -> None:
+    """Run one source after another under the database's refresh lock; print; exit 1 if one failed."""
     summaries = []
     try:
         with refresh_lock(engine, wait):
             for key in keys:
-                summaries.append(refresh_source(engine, specs[key], session_factory=_http_session,
-                                                progress=lambda m: typer.echo(m, err=True)))
+                summaries.append(run_one(key))
                 if not as_json:
                     typer.echo(_summary_line(summaries[-1]))
     except RefreshBusy as error:
         fail(str(error), code=3)
     if as_json:
         typer.echo(json.dumps([s.as_dict() for s in summaries], indent=1))
-    elif not keys:
-        typer.echo("no source is due")
-    raise typer.Exit(1 if any(s.status == "failed" for s in summaries) else 0)
+    if any(s.status == "failed" for s in summaries):
+        raise typer.Exit(1)
 
 
 def _http_session():
@@ -357,18 +348,9 @@ def reparse(
     """
     specs = _specs(sources_dir)
     engine = open_db(db_url)
-    summaries = []
-    try:
-        with refresh_lock(engine, wait=True):
-            for key in _pick(specs, names) if names else list(specs):
-                summaries.append(reparse_source(engine, specs[key], progress=lambda m: typer.echo(m, err=True)))
-                if not as_json:
-                    typer.echo(_summary_line(summaries[-1]))
-    except RefreshBusy as error:
-        fail(str(error), code=3)
-    if as_json:
-        typer.echo(json.dumps([s.as_dict() for s in summaries], indent=1))
-    raise typer.Exit(1 if any(s.status == "failed" for s in summaries) else 0)
+    keys = _pick(specs, names) if names else list(specs)
+    _run_sources(engine, keys, lambda key: reparse_source(engine, specs[key], progress=_progress),
+                 as_json=as_json, wait=True)
 
 
 @app.command("sources")

@@ -12,39 +12,21 @@ from typing import Annotated, Optional
 import typer
 from sqlmodel import Session
 
-from . import db
+from .cli_common import DbOption, fail, open_db
 from .publish import ceiling as ceiling_logic
 from .publish.definitions import TABLES_DIR, DefinitionError, load_definitions, select
 from .publish.render import EXTENSIONS, FORMATS, render, render_many
 
-DbOption = Annotated[
-    Optional[str],
-    typer.Option("--db", help="Database URL or SQLite path. Default: $TPSDB_DATABASE_URL, else data/tpsdb.sqlite."),
-]
 TablesDirOption = Annotated[
     Path, typer.Option("--tables-dir", help="Folder of table definitions (*.toml).", show_default=True)
 ]
-
-
-def _fail(message: str, code: int = 2) -> None:
-    typer.echo(f"error: {message}", err=True)
-    raise typer.Exit(code)
-
-
-def _open_db(url: str | None):
-    engine = db.make_engine(url)
-    try:
-        db.require_schema(engine)
-    except db.DatabaseError as error:
-        _fail(str(error))
-    return engine
 
 
 def _definitions(tables_dir: Path, names: list[str] | None):
     try:
         return select(load_definitions(tables_dir), names)
     except DefinitionError as error:
-        _fail(str(error))
+        fail(str(error))
 
 
 def tables(
@@ -62,9 +44,9 @@ def tables(
     A table with no validated measurement still prints, with a note saying so.
     """
     if fmt not in FORMATS:
-        _fail(f"--format: {fmt!r} is not one of {', '.join(FORMATS)}")
+        fail(f"--format: {fmt!r} is not one of {', '.join(FORMATS)}")
     definitions = _definitions(tables_dir, names)
-    engine = _open_db(db_url)
+    engine = open_db(db_url)
     from .publish.tables import build_tables
 
     built = build_tables(engine, definitions)
@@ -89,7 +71,7 @@ def publish(
     format, aggregate vs per-user by number of users. Pages need no server: open OUT/index.html.
     """
     definitions = _definitions(tables_dir, None)
-    engine = _open_db(db_url)
+    engine = open_db(db_url)
     from .publish.site import publish_site
 
     written = publish_site(engine, definitions, out)
@@ -111,13 +93,13 @@ def ceiling(
     the bandwidth or the file size is unknown.
     """
     if fmt not in ("text", "json"):
-        _fail(f"--format: {fmt!r} is not one of text, json")
-    engine = _open_db(db_url)
+        fail(f"--format: {fmt!r} is not one of text, json")
+    engine = open_db(db_url)
     with Session(engine) as session:
         try:
             results = ceiling_logic.compute(session, hardware, model, quant, users)
         except ceiling_logic.CeilingError as error:
-            _fail(str(error))
+            fail(str(error))
     if fmt == "json":
         typer.echo(json.dumps(ceiling_logic.as_json(results), ensure_ascii=False, indent=1))
     else:
