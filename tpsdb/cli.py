@@ -142,15 +142,8 @@ def validate_cmd(
 
     Exit status: 0 when every record is accepted, 1 when any is rejected, 2 on unreadable input.
     """
-    bandwidth_of = None
-    if db_url or Path(config.DEFAULT_DB_PATH).exists():
-        try:
-            engine = db.make_engine(db_url)
-            db.require_schema(engine)
-            session = Session(engine)
-            bandwidth_of = Store(session).bandwidth_of
-        except db.DatabaseError:
-            bandwidth_of = None
+    bandwidths = _reference_bandwidths(db_url)
+    bandwidth_of = bandwidths.get if bandwidths is not None else None
     rejected = total = 0
     for path in files:
         for index, candidate in enumerate(load_candidates(path)):
@@ -161,6 +154,21 @@ def validate_cmd(
                 typer.echo(f"{path}[{index}]: " + "; ".join(outcome.reasons))
     typer.echo(f"{total - rejected} accepted, {rejected} rejected", err=True)
     raise typer.Exit(1 if rejected else 0)
+
+
+def _reference_bandwidths(db_url: str | None) -> dict[str, float] | None:
+    """Hardware name -> bandwidth from an existing database (never creates one); None when there is none."""
+    url = config.database_url(db_url)
+    if url.startswith("sqlite") and not Path(url.split("///", 1)[-1]).exists():
+        return None
+    engine = db.make_engine(url)
+    try:
+        db.require_schema(engine)
+    except db.DatabaseError:
+        return None
+    with Session(engine) as session:
+        rows = session.exec(select(Hardware.name, Hardware.memory_bandwidth_gbs)).all()
+    return {name: bandwidth for name, bandwidth in rows if bandwidth}
 
 
 @app.command()
