@@ -107,3 +107,19 @@ def test_query_is_read_only(tmp_path, empty_db, record):
 def test_commands_refuse_a_database_without_schema(tmp_path):
     result = run_cli("export", db=tmp_path / "fresh.sqlite", check=False)
     assert result.returncode == 2 and "tpsdb init" in result.stderr
+
+
+def test_validate_and_add_use_the_reference_bandwidth_for_the_ceiling(tmp_path, record):
+    seeded = tmp_path / "seeded.sqlite"
+    run_cli("init", db=seeded)  # the seed holds Apple M2 Ultra (76-core GPU) at 800 GB/s, with its vendor page
+    record["hardware"] = {"name": "Apple M2 Ultra (76-core GPU)"}
+    record["model"] = {"name": "Llama 2 7B", "params_b": 6.74, "file_size_gb": 3.79}
+    record["quantization"] = "Q4_0"
+    record["tokens_per_second"] = 250.0  # above 800 / 3.79 = 211.1
+    record["source"]["quote"] = "| llama 7B Q4_0 | 3.56 GiB | 6.74 B | Metal | 99 | tg128 | 250.00 ± 0.5 |"
+    path = write_jsonl(tmp_path / "fast.jsonl", [record])
+    result = run_cli("validate", str(path), db=seeded, check=False)
+    assert result.returncode == 1 and result.stdout.strip().endswith("tokens_per_second: above_ceiling")
+    assert run_cli("validate", str(path), "--db", str(tmp_path / "absent.sqlite"), check=False).returncode == 0
+    assert not (tmp_path / "absent.sqlite").exists()
+    assert "1 rejections added" in run_cli("add", str(path), db=seeded).stdout
