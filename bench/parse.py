@@ -55,16 +55,18 @@ def main() -> None:
     items = pages()
     protocols = {int(s.url.rsplit("/", 1)[1]): s.protocol for s in load_sources().values()}
     megabytes = sum(len(body) for _, _, body in items) / 1e6
-    results = {}
-    for label, work in (("lxml.html.fromstring (reference)", lambda: reference_parse(items)),
-                        ("tpsdb posts + figures", lambda: tpsdb_parse(items, protocols))):
+    works = {"lxml.html.fromstring (reference)": lambda: reference_parse(items),
+             "tpsdb posts + figures": lambda: tpsdb_parse(items, protocols)}
+    for work in works.values():
         work()  # warm-up
-        best = float("inf")
-        for _ in range(rounds):
+    # The two are timed in turns, round after round, not one after the other: the machine's speed drifts (shared
+    # cores), and timing all of one before all of the other would fold that drift into their ratio.
+    results = dict.fromkeys(works, float("inf"))
+    for _ in range(rounds):
+        for label, work in works.items():
             start = time.perf_counter()
             work()
-            best = min(best, time.perf_counter() - start)
-        results[label] = best
+            results[label] = min(results[label], time.perf_counter() - start)
     comments, figures = tpsdb_parse(items, protocols)
     print(f"{len(items)} pages, {megabytes:.2f} MB of HTML, {comments} posts, {figures} candidate figures; "
           f"best of {rounds} rounds")

@@ -21,13 +21,17 @@ summaries, timing logs) are returned with a `reasons` entry, so that nothing is 
 from __future__ import annotations
 
 import re
+from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from operator import itemgetter
 
-from bs4 import BeautifulSoup, Comment, NavigableString, Tag
+from lxml import etree
 
 from tpsdb.collect import llamabench as lb
-from tpsdb.collect.machines import canonical_hardware, device_on_line, devices_hardware, hardware_mentions
+from tpsdb.collect.machines import (
+    canonical_hardware, device_on_line, devices_hardware, hardware_mentions, hardware_patterns,
+)
 
 __all__ = ["Candidate", "PostContext", "extract_post", "extract_text", "model_name", "new_record"]
 
@@ -65,6 +69,71 @@ def extract_text(text: str, ctx: PostContext) -> list[Candidate]:
     return _extract(pieces_from_text(text, markdown=True), ctx)
 
 
+# ----------------------------------------------------------------------------------------------- HTML trees
+# One parser for pages and bodies (lxml, libxml2's HTML parser): comments and processing instructions are not
+# text, and GitHub serves UTF-8 whatever a page declares.
+_PARSER = etree.HTMLParser(encoding="utf-8", remove_comments=True, remove_pis=True, collect_ids=False,
+                           default_doctype=False)
+# A body on its own (GraphQL's bodyHTML, a stored body_html) is parsed as a document's <body>: whatever it holds,
+# stray end tags included, stays inside. (On the page it sits in a table cell, td.comment-body: for the HTML GitHub
+# renders, both parse to the same tree, which the transport tests check byte for byte.)
+_BODY_OPEN, _BODY_CLOSE = b"<html><body>", b"</body></html>"
+
+
+def parse_page(page: bytes | str):
+    """The root element of an HTML page, or None when there is nothing to parse."""
+    data = page.encode("utf-8", "replace") if isinstance(page, str) else page
+    if not data or data.isspace():
+        return None
+    try:
+        return etree.fromstring(data, _PARSER)
+    except etree.LxmlError:
+        return None
+
+
+def parse_body(fragment: str):
+    """A body's HTML (GraphQL's bodyHTML, or a stored body_html) parsed into a container element (its <body>)."""
+    root = etree.fromstring(_BODY_OPEN + fragment.encode("utf-8", "replace") + _BODY_CLOSE, _PARSER)
+    return root.find("body")
+
+
+def inner_html(element) -> str:
+    """The HTML inside an element, serialized by libxml2 (the one serialization both transports share)."""
+    html = etree.tostring(element, method="html", encoding="unicode", with_tail=False)
+    return html[html.index(">") + 1:html.rindex("<")].strip()
+
+
+class _BodyHtml(str):
+    """A body's HTML that still holds the element it was serialized from: extract_post reads that element
+    instead of parsing the string again. Everywhere else it is the plain string (equal, same hash)."""
+
+    element = None
+
+    def __reduce__(self):  # pickled or copied: the string alone
+        return str, (str(self),)
+
+
+def body_html_of(element) -> str:
+    """The normalized body HTML of an element (a page's td.comment-body or a parsed bodyHTML)."""
+    body = _BodyHtml(inner_html(element))
+    body.element = element
+    return body
+
+
+def drop_element(element) -> None:
+    """Remove an element and what it holds, keeping the text that follows it (as BeautifulSoup's decompose)."""
+    parent = element.getparent()
+    if parent is None:
+        return
+    if element.tail:
+        previous = element.getprevious()
+        if previous is not None:
+            previous.tail = (previous.tail or "") + element.tail
+        else:
+            parent.text = (parent.text or "") + element.tail
+    parent.remove(element)
+
+
 # =============================================================================================== the post
 @dataclass
 class Table:
@@ -81,6 +150,7 @@ class Piece:
 
 
 _SEPARATOR_CELL = re.compile(r"^:?-+:?$")
+_SEPARATOR_ROW = re.compile(r"[\s|:-]*")  # what a separator row can be made of (the cells are checked after)
 
 
 def _split_cells(line: str) -> list[str]:
@@ -95,15 +165,21 @@ def _pipe_table(lines: list[str]) -> Piece:
     rows, quotes = [], []
     for line in lines:
         cells = _split_cells(line)
-        if any(cells) and all(_SEPARATOR_CELL.match(c) for c in cells if c):
+        if _SEPARATOR_ROW.fullmatch(line) and any(cells) and all(_SEPARATOR_CELL.match(c) for c in cells if c):
             continue
         rows.append(cells)
         quotes.append(line.strip())
     return Piece("table", table=Table(rows[0] if rows else [], rows[1:], quotes[1:]))
 
 
+_FENCE = re.compile(r"^(```|~~~)")
+_MARKDOWN_HEADING = re.compile(r"^#{1,6}\s")
+
+
 def pieces_from_text(text: str, *, markdown: bool) -> list[Piece]:
     """Text in reading order. In Markdown, `> ` quotes are dropped and `#` lines are headings (outside fences)."""
+    if not markdown and "|" not in text:  # plain prose, the common case: one piece, or none when blank
+        return [Piece("text", lines=text.splitlines())] if text.strip() else []
     pieces: list[Piece] = []
     prose: list[str] = []
     pipes: list[str] = []
@@ -119,7 +195,7 @@ def pieces_from_text(text: str, *, markdown: bool) -> list[Piece]:
 
     for line in text.splitlines():
         stripped = line.strip()
-        if markdown and re.match(r"^(```|~~~)", stripped):
+        if markdown and _FENCE.match(stripped):
             in_fence = not in_fence
             flush()
             continue
@@ -132,7 +208,7 @@ def pieces_from_text(text: str, *, markdown: bool) -> list[Piece]:
             continue
         if pipes:
             flush()
-        if markdown and not in_fence and re.match(r"^#{1,6}\s", stripped):
+        if markdown and not in_fence and _MARKDOWN_HEADING.match(stripped):
             flush()
             pieces.append(Piece("heading", lines=[stripped.lstrip("#").strip()]))
             continue
@@ -144,44 +220,135 @@ def pieces_from_text(text: str, *, markdown: bool) -> list[Piece]:
 _HEADINGS = {"h1", "h2", "h3", "h4", "h5", "h6"}
 _BLOCKS = _HEADINGS | {"p", "div", "ul", "ol", "li", "table", "pre", "details", "summary", "section", "article",
                        "dl", "dt", "dd", "hr", "figure", "markdown-accessiblity-table"}
+# Quoted text belongs to the quoted post; the rest is chrome (copy buttons, icons, client-side templates).
+_DROP = {"blockquote", "template", "script", "style", "svg", "clipboard-copy"}
+_BLOCK_TAGS, _DROP_TAGS = tuple(sorted(_BLOCKS)), tuple(sorted(_DROP))
+_SPECIAL_TAGS = _DROP_TAGS + ("br",)  # what makes an element's text more than its text nodes
 
 
 def pieces_from_html(body_html: str) -> list[Piece]:
-    soup = BeautifulSoup(body_html or "", "lxml")
-    # Quoted text belongs to the quoted post; the rest is chrome (copy buttons, icons, client-side templates).
-    for tag in soup.find_all(["blockquote", "template", "script", "style", "svg", "clipboard-copy"]):
-        tag.decompose()
-    for br in soup.find_all("br"):
-        br.replace_with("\n")
+    element = getattr(body_html, "element", None)  # the page's own element: no second parse
+    if element is None:
+        element = parse_body(body_html or "")
     pieces: list[Piece] = []
-    _walk(soup.body or soup, pieces)
+    _Walk(element).walk(element, pieces)
     return pieces
 
 
-def _walk(node: Tag, pieces: list[Piece]) -> None:
-    for child in node.children:
-        if isinstance(child, Comment):
-            continue
-        if isinstance(child, NavigableString):
-            pieces += pieces_from_text(str(child), markdown=False)
-        elif child.name == "table":
-            pieces.append(_html_table(child))
-        elif child.name == "pre":
-            pieces += pieces_from_text(child.get_text(), markdown=False)
-        elif child.name in _HEADINGS:
-            pieces.append(Piece("heading", lines=[child.get_text(" ", strip=True)]))
-        elif child.find(_BLOCKS):
-            _walk(child, pieces)
-        else:
-            pieces += pieces_from_text(child.get_text(), markdown=False)
+class _Walk:
+    """One body read in order. Most elements hold no <br> and nothing dropped: their text is their text nodes,
+    read by lxml at C speed; only the elements above a <br> or a dropped element are read string by string."""
+
+    def __init__(self, body):
+        self.body = body
+        self.mixed: set = set()  # the elements holding a <br> or a dropped element somewhere below
+        self.dropping: set = set()  # the elements holding a dropped element somewhere below
+        for special in body.iterdescendants(*_SPECIAL_TAGS):
+            marks = (self.mixed, self.dropping) if special.tag in _DROP else (self.mixed,)
+            for ancestor in special.iterancestors():
+                if ancestor in marks[-1]:
+                    break
+                for marked in marks:
+                    marked.add(ancestor)
+                if ancestor is body:
+                    break
+
+    def walk(self, node, pieces: list[Piece]) -> None:
+        text = node.text
+        if node is self.body and text:
+            text = text.lstrip(" \t\n\r")  # as a parser drops the blanks a <body> starts with
+        if text and not text.isspace():
+            pieces += pieces_from_text(text, markdown=False)
+        for child in node:
+            tag = child.tag
+            if tag in _DROP or tag == "br" or not isinstance(tag, str):
+                pass  # a <br> between blocks is an empty line: no piece
+            elif tag == "table":
+                pieces.append(self.table(child))
+            elif tag == "pre":
+                pieces += pieces_from_text(self.text(child), markdown=False)
+            elif tag in _HEADINGS:
+                strings = (s.strip() for s in _strings(child)) if child in self.mixed else \
+                    (s.strip() for s in child.itertext())
+                pieces.append(Piece("heading", lines=[" ".join(s for s in strings if s)]))
+            elif self.has_block(child):
+                self.walk(child, pieces)
+            else:
+                pieces += pieces_from_text(self.text(child), markdown=False)
+            text = child.tail
+            if text and not text.isspace():
+                pieces += pieces_from_text(text, markdown=False)
+
+    def has_block(self, element) -> bool:
+        if not len(element):
+            return False
+        if element in self.dropping:
+            return any(not _dropped(d, element) for d in element.iterdescendants() if d.tag in _BLOCKS)
+        for d in element.iterdescendants():
+            if d.tag in _BLOCKS:
+                return True
+        return False
+
+    def text(self, element) -> str:
+        if not len(element):
+            return element.text or ""
+        if element in self.mixed:
+            return "".join(_strings(element))
+        return "".join(element.itertext())
+
+    def table(self, table) -> Piece:
+        rows = None if table in self.dropping else self._plain_rows(table)
+        if rows is None:  # rows and cells at any depth, as long as they are not dropped
+            rows = [[" ".join(self.text(cell).split()) for cell in tr.iter("th", "td") if not _dropped(cell, table)]
+                    for tr in table.iter("tr") if not _dropped(tr, table)]
+        if not rows:
+            return Piece("table", table=Table([], [], []))
+        body = rows[1:]
+        return Piece("table", table=Table(rows[0], body, ["| " + " | ".join(cells) + " |" for cells in body]))
+
+    def _plain_rows(self, table) -> list[list[str]] | None:
+        """The usual table: its cells are its rows' own children. None when it holds a table (whose rows and
+        cells are also this table's) or has cells below something else than a row."""
+        rows = []
+        text = self.text
+        for tr in table.iter("tr"):
+            cells = []
+            for cell in tr:
+                if len(cell):  # elements inside: rarer, looked at closer
+                    tag = cell.tag
+                    if (tag != "td" and tag != "th") or next(cell.iterdescendants("table"), None) is not None:
+                        return None
+                    cells.append(" ".join(text(cell).split()))
+                else:
+                    tag = cell.tag
+                    if tag == "td" or tag == "th":
+                        cells.append(" ".join(cell.text.split()) if cell.text else "")
+            rows.append(cells)
+        return rows
 
 
-def _html_table(table: Tag) -> Piece:
-    rows = [[" ".join(cell.get_text().split()) for cell in tr.find_all(["th", "td"])] for tr in table.find_all("tr")]
-    if not rows:
-        return Piece("table", table=Table([], [], []))
-    body = rows[1:]
-    return Piece("table", table=Table(rows[0], body, ["| " + " | ".join(cells) + " |" for cells in body]))
+def _dropped(element, top) -> bool:
+    """Is the element inside a dropped one (below top)?"""
+    for ancestor in element.iterancestors():
+        if ancestor is top:
+            return False
+        if ancestor.tag in _DROP:
+            return True
+    return False
+
+
+def _strings(element):
+    """The text of an element piece by piece, as read: <br> is a line break, dropped elements are not read."""
+    if element.text:
+        yield element.text
+    for child in element:
+        tag = child.tag
+        if tag == "br":
+            yield "\n"
+        elif tag not in _DROP and isinstance(tag, str):
+            yield from _strings(child)
+        if child.tail:
+            yield child.tail
 
 
 # ============================================================================================== the clues
@@ -208,20 +375,30 @@ def read_clues(pieces: list[Piece], kinds: list[str | None]) -> list[Clue]:
     clues: list[Clue] = []
     for i, (piece, kind) in enumerate(zip(pieces, kinds)):
         lines = _text_lines(piece, kind)
+        if not lines:
+            continue
+        whole = "\n".join(lines)
+        # What the piece may hold at all (the words each reader needs), so that its lines are only read for that.
+        machines = hardware_patterns(whole)  # the machine names to look for, if any
+        devices = "Device" in whole or "ggml_" in whole or "NVIDIA" in whole or "Tesla" in whole
+        builds = "build" in whole or "version:" in whole or "llama.cpp" in whole or "checkout" in whole
+        batched = "main:" in whole
+        if not (machines or devices or builds or batched or "llama-b" in whole):
+            continue
         runs: list[list[tuple[int, str]]] = []  # the device lines of each run printed in this piece
         for j, line in enumerate(lines):
-            device = device_on_line(line)
+            device = device_on_line(line) if devices else None
             if device:
                 index, name = device
                 if not runs or index == 0 or index != len(runs[-1]):  # "Device 0" again: another run's log
                     runs.append([])
                 runs[-1].append((j, name))
-            else:
-                clues += [Clue((i, j), "hardware", m.name) for m in hardware_mentions(line)]
-            version = lb.parse_build(line)
+            elif machines:
+                clues += [Clue((i, j), "hardware", m.name) for m in hardware_mentions(line, machines)]
+            version = lb.parse_build(line) if builds else None
             if version:
                 clues.append(Clue((i, j), "version", version))
-            params = lb.parse_batched_params(line)
+            params = lb.parse_batched_params(line) if batched else None
             if params:
                 clues.append(Clue((i, j), "batched_params", params))
         # The devices of one run name its machine together (8 devices -> "8x ...").
@@ -231,10 +408,11 @@ def read_clues(pieces: list[Piece], kinds: list[str | None]) -> list[Clue]:
                 clues.append(Clue((i, run[0][0]), "hardware", machine))
         # A command may span lines ("\\" continuations). Its line number after joining is only approximate, which
         # is enough: positions only order clues against tables, and a table is always a piece of its own.
-        for j, line in enumerate(lb.join_continuations("\n".join(lines)).splitlines()):
-            command = lb.parse_command(line)
-            if command:
-                clues.append(Clue((i, j), "command", command))
+        if "llama-b" in whole:  # no command without the tool's name
+            for j, line in enumerate(lb.join_continuations(whole).splitlines()):
+                command = lb.parse_command(line)
+                if command:
+                    clues.append(Clue((i, j), "command", command))
     clues.sort(key=lambda c: c.pos)
     return clues
 
@@ -247,10 +425,28 @@ class Reading:
         self.ctx = ctx
         self.protocol = ctx.protocol or {}
         self.kinds = [lb.table_kind(p.table.header) if p.kind == "table" else None for p in pieces]
-        self.clues = read_clues(pieces, self.kinds)
+        self._clues: list[Clue] | None = None
+        # What the rows of the post's tables repeat, read once per post: cell text -> its reading.
+        self.tests: dict[str, lb.TestShape | None] = {}
+        self.models: dict[tuple, ModelRow] = {}
+        self.names: dict[tuple, str | None] = {}
+        self.option_values: dict[str, object] = {}
+        self._by_kind: dict[str, list[Clue]] | None = None
 
-    def _of(self, kind: str, test=lambda value: True) -> list[Clue]:
-        return [c for c in self.clues if c.kind == kind and test(c.value)]
+    @property
+    def clues(self) -> list[Clue]:
+        """Read when a table asks (a post without a figure table needs none)."""
+        if self._clues is None:
+            self._clues = read_clues(self.pieces, self.kinds)
+        return self._clues
+
+    def _of(self, kind: str, test=None) -> list[Clue]:
+        if self._by_kind is None:
+            self._by_kind = {}
+            for clue in self.clues:
+                self._by_kind.setdefault(clue.kind, []).append(clue)
+        clues = self._by_kind.get(kind, [])
+        return clues if test is None else [c for c in clues if test(c.value)]
 
     def hardware_at(self, pos: Position) -> str | None:
         return _before_then_after(self._of("hardware"), pos)
@@ -269,51 +465,96 @@ class Reading:
     def section_of(self, index: int) -> int:
         return sum(1 for p in self.pieces[:index] if p.kind == "heading")
 
+    # Memoized readings of cells (pure functions of their text).
+    def test(self, label: str) -> lb.TestShape | None:
+        shape = self.tests.get(label, _UNREAD)
+        if shape is _UNREAD:
+            shape = self.tests[label] = lb.parse_test(label)
+        return shape
 
+    def model(self, model: str, params: str, size: str, backend: str) -> ModelRow:
+        key = (model, params, size, backend)
+        row = self.models.get(key)
+        if row is None:
+            label, quant = lb.split_model_label(model)
+            row = self.models[key] = ModelRow(label, quant, lb.parse_params_b(params), lb.parse_size_gb(size),
+                                              backend or None)
+        return row
+
+    def model_name(self, model: ModelRow, files: tuple[str, ...]) -> str | None:
+        key = (model.label, model.params_b, files)
+        name = self.names.get(key, _UNREAD)
+        if name is _UNREAD:
+            name = self.names[key] = model_name(model.label, model.params_b, self.protocol, files)
+        return name
+
+    def option_value(self, cell: str):
+        value = self.option_values.get(cell, _UNREAD)
+        if value is _UNREAD:
+            value = self.option_values[cell] = lb.option_value(cell)
+        return value
+
+
+_UNREAD = object()  # not in a memo yet (None is an answer)
+
+
+# The clues of a kind are in position order (read_clues sorts them): the last one before a position is the one
+# before the first at or after it, the first one after it is the first past all those at it.
 def _before_then_after(clues: list[Clue], pos: Position):
-    before = [c for c in clues if c.pos < pos]
-    if before:
-        return before[-1].value
-    after = [c for c in clues if c.pos > pos]
-    return after[0].value if after else None
+    if not clues:
+        return None
+    k = bisect_left(clues, pos, key=_position)
+    if k:
+        return clues[k - 1].value
+    k = bisect_right(clues, pos, key=_position)
+    return clues[k].value if k < len(clues) else None
 
 
 def _after_then_before(clues: list[Clue], pos: Position):
-    after = [c for c in clues if c.pos > pos]
-    if after:
-        return after[0].value
-    before = [c for c in clues if c.pos < pos]
-    return before[-1].value if before else None
+    if not clues:
+        return None
+    k = bisect_right(clues, pos, key=_position)
+    if k < len(clues):
+        return clues[k].value
+    k = bisect_left(clues, pos, key=_position)
+    return clues[k - 1].value if k else None
+
+
+def _position(clue: Clue) -> Position:
+    return clue.pos
 
 
 # ============================================================================================ the records
 def new_record(ctx: PostContext, quote: str) -> dict:
     """A record v1 with provenance filled in and every other field unknown (None)."""
+    return _record(ctx, quote)
+
+
+_NO_LENGTHS = (None, None, None)
+
+
+def _record(ctx: PostContext, quote: str, *, hardware=None, model=None, quantization=None, version=None,
+            options=None, lengths=_NO_LENGTHS, users=None, figure=None, procedure=None, phase=None, value=None,
+            stddev=None) -> dict:
+    """A record v1, built at once (the fields in record order; what is not given is unknown)."""
     return {
         "source": {"url": ctx.permalink, "retrieved_at": ctx.retrieved_at, "published_at": ctx.published_at,
                    "author": ctx.author, "quote": quote},
-        "hardware": {"name": None},
-        "model": {"name": None, "params_b": None, "file_size_gb": None},
-        "quantization": None,
-        "software": {"name": "llama.cpp", "version": None, "options": {}},
-        "lengths": {"prompt_tokens": None, "generated_tokens": None, "context_depth": None},
-        "concurrency": {"users": None, "figure": None},
-        "nature": {"kind": "measured", "procedure": None},
-        "phase": None,
-        "tokens_per_second": None,
-        "stddev": None,
+        "hardware": {"name": hardware},
+        "model": model if model is not None else {"name": None, "params_b": None, "file_size_gb": None},
+        "quantization": quantization,
+        "software": {"name": "llama.cpp", "version": version, "options": options if options is not None else {}},
+        "lengths": {"prompt_tokens": lengths[0], "generated_tokens": lengths[1], "context_depth": lengths[2]},
+        "concurrency": {"users": users, "figure": figure},
+        "nature": {"kind": "measured", "procedure": procedure},
+        "phase": phase,
+        "tokens_per_second": value,
+        "stddev": stddev,
     }
 
 
-def _set_figure(record: dict, shape: lb.TestShape | None, value: tuple[float, float | None],
-                users: int = 1, figure: str = "per_user") -> dict:
-    if shape:
-        record["phase"] = shape.phase
-        record["lengths"] = {"prompt_tokens": shape.prompt_tokens, "generated_tokens": shape.generated_tokens,
-                             "context_depth": shape.context_depth}
-    record["tokens_per_second"], record["stddev"] = value
-    record["concurrency"] = {"users": users, "figure": figure}
-    return record
+def _lengths(shape: lb.TestShape | None) -> tuple:
+    return (shape.prompt_tokens, shape.generated_tokens, shape.context_depth) if shape else _NO_LENGTHS
 
 
 def model_name(label: str | None, params_b: float | None, protocol: dict, files: Sequence[str] = ()) -> str | None:
@@ -338,9 +579,12 @@ def model_name(label: str | None, params_b: float | None, protocol: dict, files:
     return alias
 
 
+_MODEL_FILES = re.compile(r"(?:^|\s)(?:-m|--model)\s+(\"[^\"]+\"|'[^']+'|\S+)")
+
+
 def model_files(command: str | None) -> list[str]:
     """The model files a llama-bench command line names (`-m a.gguf -m b.gguf`)."""
-    return [f.strip('"\'') for f in re.findall(r"(?:^|\s)(?:-m|--model)\s+(\"[^\"]+\"|'[^']+'|\S+)", command or "")]
+    return [f.strip('"\'') for f in _MODEL_FILES.findall(command or "")]
 
 
 @dataclass
@@ -360,17 +604,51 @@ def _model_row(cells: dict[str, str]) -> ModelRow:
                     lb.parse_size_gb(cells.get("size", "")), cells.get("backend") or None)
 
 
-def _set_model(record: dict, model: ModelRow, protocol: dict, command: str | None = None) -> None:
-    record["model"] = {"name": model_name(model.label, model.params_b, protocol, model_files(command)),
-                       "params_b": model.params_b, "file_size_gb": model.file_size_gb}
-    record["quantization"] = model.quant
-
-
 def _row_cells(table: Table, row: list[str]) -> dict[str, str]:
     return {h.strip().lower(): (row[k] if k < len(row) else "") for k, h in enumerate(table.header)}
 
 
+class _Columns:
+    """A table's header read once: the column of each name (of equal names the last, as in `_row_cells`)."""
+
+    def __init__(self, table: Table):
+        self.names = [h.strip().lower() for h in table.header]
+        self.index = {name: k for k, name in enumerate(self.names)}
+        self.width = len(self.names)
+        self._pad = [""] * (self.width + 1)
+
+    def cells(self, row: list[str]) -> list[str]:
+        """The row cut or padded to the header, and one "" more: the cell of every column the table lacks."""
+        return row[:self.width] + self._pad[min(len(row), self.width):]
+
+    def at(self, name: str) -> int:
+        """The index of a column in `cells` (of the "" after the row when the table has no such column)."""
+        return self.index.get(name, self.width)
+
+    def getter(self, name: str):
+        """row -> the row's cell in that column ("" when the table or the row has none)."""
+        k = self.index.get(name)
+        if k is None:
+            return lambda row: ""
+        return lambda row: row[k] if k < len(row) else ""
+
+    def option_columns(self) -> list[tuple[int, str]]:
+        """(column, option key) of the option columns, in the order lb.options_from_columns reads a row dict."""
+        return [(self.index[name], key) for name in dict.fromkeys(self.names)
+                if name not in _NOT_OPTIONS and (key := lb.OPTION_KEYS.get(name))]
+
+
 _NOT_OPTIONS = {"model", "size", "params", "test", "t/s"}
+
+
+def _picker(indexes: list[int]):
+    """cells -> the tuple of the cells at these indexes (itemgetter gives a bare value for one index)."""
+    if not indexes:
+        return lambda cells: ()
+    if len(indexes) == 1:
+        k = indexes[0]
+        return lambda cells: (cells[k],)
+    return itemgetter(*indexes)
 
 
 # ------------------------------------------------------------------------------------------- table readers
@@ -379,20 +657,54 @@ def _llama_bench(reading: Reading, t: int, i: int, table: Table) -> list[Candida
     hardware = reading.hardware_at(pos)
     version = reading.version_at(pos)
     command = reading.command_at(pos, lb.LLAMA_BENCH)
+    procedure = command or lb.LLAMA_BENCH
+    files = tuple(model_files(command))
+    ctx = reading.ctx
+    columns = _Columns(table)
+    k_value, k_test = columns.at("t/s"), columns.at("test")
+    model_cells = itemgetter(*(columns.at(name) for name in ("model", "params", "size", "backend")))
+    option_columns = columns.option_columns()
+    option_cells = _picker([k for k, _ in option_columns])
+    option_keys = [key for _, key in option_columns]
+    options_of: dict[tuple, dict] = {}  # the option cells of a row -> its options (rows repeat them)
+    models_of: dict[tuple, tuple] = {}  # the model cells of a row -> (model fields, quantization)
     out = []
     for r, (row, quote) in enumerate(zip(table.rows, table.quotes)):
-        cells = _row_cells(table, row)
-        value = lb.parse_value(cells.get("t/s", ""))
+        cells = columns.cells(row)
+        value = lb.parse_value(cells[k_value])
         if value is None:
             continue
-        shape = lb.parse_test(cells.get("test", ""))
-        record = _set_figure(new_record(reading.ctx, quote), shape, value)
-        _set_model(record, _model_row(cells), reading.protocol, command)
-        record["hardware"]["name"] = hardware
-        record["software"]["version"] = version
-        record["software"]["options"] = lb.options_from_columns(
-            {k: v for k, v in cells.items() if k not in _NOT_OPTIONS})
-        record["nature"]["procedure"] = command or lb.LLAMA_BENCH
+        shape = reading.test(cells[k_test])
+        key = model_cells(cells)
+        model = models_of.get(key)
+        if model is None:
+            found = reading.model(*key)
+            model = models_of[key] = ((reading.model_name(found, files), found.params_b, found.file_size_gb),
+                                      found.quant)
+        key = option_cells(cells)
+        options = options_of.get(key)
+        if options is None:
+            options = options_of[key] = {}
+            for name, cell in zip(option_keys, key):
+                if cell != "":
+                    options[name] = reading.option_value(cell)
+        (name, params_b, file_size_gb), quantization = model
+        record = {  # as _record builds it, inline: this is the loop over most figures
+            "source": {"url": ctx.permalink, "retrieved_at": ctx.retrieved_at, "published_at": ctx.published_at,
+                       "author": ctx.author, "quote": quote},
+            "hardware": {"name": hardware},
+            "model": {"name": name, "params_b": params_b, "file_size_gb": file_size_gb},
+            "quantization": quantization,
+            "software": {"name": "llama.cpp", "version": version, "options": dict(options)},
+            "lengths": {"prompt_tokens": shape.prompt_tokens, "generated_tokens": shape.generated_tokens,
+                        "context_depth": shape.context_depth} if shape else
+                       {"prompt_tokens": None, "generated_tokens": None, "context_depth": None},
+            "concurrency": {"users": 1, "figure": "per_user"},
+            "nature": {"kind": "measured", "procedure": procedure},
+            "phase": shape.phase if shape else None,
+            "tokens_per_second": value[0],
+            "stddev": value[1],
+        }
         out.append(Candidate(record, f"t{t}:r{r}:{shape.phase if shape else 'unknown'}"))
     return out
 
@@ -408,8 +720,10 @@ def _section_model(reading: Reading, i: int) -> ModelRow | None:
     if not near:
         return None
     table = reading.pieces[min(near, key=lambda j: (j < i, abs(j - i)))].table  # the following table first
+    columns = _Columns(table)
+    model_cells = itemgetter(*(columns.at(name) for name in ("model", "params", "size", "backend")))
     models = {(m.label, m.quant, m.params_b, m.file_size_gb, m.backend)
-              for m in (_model_row(_row_cells(table, row)) for row in table.rows)}
+              for m in (reading.model(*model_cells(columns.cells(row))) for row in table.rows)}
     return ModelRow(*models.pop()) if len(models) == 1 else None  # several models: which one is unknown
 
 
@@ -417,36 +731,56 @@ def _batched_bench(reading: Reading, t: int, i: int, table: Table) -> list[Candi
     pos = (i, 0)
     hardware, version = reading.hardware_at(pos), reading.version_at(pos)
     command = reading.command_at(pos, lb.BATCHED_BENCH)
+    procedure = command or lb.BATCHED_BENCH
     options = reading.batched_params_at(pos)
     model = _section_model(reading, i)
     if model and model.backend:
         options = {"backend": model.backend, **options}
+    ctx = reading.ctx
+    columns = _Columns(table)
+    if not {"pp", "tg", "b"} <= columns.index.keys():
+        return []  # no row can be read
+    pp_cell, tg_cell, b_cell = columns.getter("pp"), columns.getter("tg"), columns.getter("b")
+    speeds = ((columns.getter("s_pp t/s"), "prompt"), (columns.getter("s_tg t/s"), "generation"))
+    files = tuple(model_files(command))
+    name = params_b = file_size_gb = quantization = None
+    if model:
+        name, params_b, file_size_gb, quantization = (reading.model_name(model, files), model.params_b,
+                                                      model.file_size_gb, model.quant)
     out = []
     for r, (row, quote) in enumerate(zip(table.rows, table.quotes)):
-        cells = _row_cells(table, row)
         try:
-            pp, tg, users = int(cells["pp"]), int(cells["tg"]), int(cells["b"])
-        except (KeyError, ValueError):
+            pp, tg, users = int(pp_cell(row)), int(tg_cell(row)), int(b_cell(row))
+        except ValueError:
             continue
         # B sequences in parallel, each with a PP-token prompt then TG generated tokens: S_PP and S_TG are
         # totals over the B sequences; generation runs after the prompt, so at depth PP.
-        for column, shape in (("s_pp t/s", lb.TestShape("prompt", pp, 0, 0)),
-                              ("s_tg t/s", lb.TestShape("generation", 0, tg, pp))):
-            value = lb.parse_value(cells.get(column, ""))
+        for cell, phase in speeds:
+            value = lb.parse_value(cell(row))
             if value is None:
                 continue
-            record = _set_figure(new_record(reading.ctx, quote), shape, value, users=users, figure="aggregate")
-            if model:
-                _set_model(record, model, reading.protocol, command)
-            record["hardware"]["name"] = hardware
-            record["software"]["version"] = version
-            record["software"]["options"] = dict(options)
-            record["nature"]["procedure"] = command or lb.BATCHED_BENCH
-            out.append(Candidate(record, f"t{t}:r{r}:{shape.phase}"))
+            record = {  # as _record builds it
+                "source": {"url": ctx.permalink, "retrieved_at": ctx.retrieved_at,
+                           "published_at": ctx.published_at, "author": ctx.author, "quote": quote},
+                "hardware": {"name": hardware},
+                "model": {"name": name, "params_b": params_b, "file_size_gb": file_size_gb},
+                "quantization": quantization,
+                "software": {"name": "llama.cpp", "version": version, "options": dict(options)},
+                "lengths": {"prompt_tokens": pp, "generated_tokens": 0, "context_depth": 0} if phase == "prompt"
+                else {"prompt_tokens": 0, "generated_tokens": tg, "context_depth": pp},
+                "concurrency": {"users": users, "figure": "aggregate"},
+                "nature": {"kind": "measured", "procedure": procedure},
+                "phase": phase,
+                "tokens_per_second": value[0],
+                "stddev": value[1],
+            }
+            out.append(Candidate(record, f"t{t}:r{r}:{phase}"))
     return out
 
 
 _COMMIT = re.compile(r"\b(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{7,40}\b")
+_CHIP_NOTES = re.compile(r"\[\^\w+\]|\+\s*FA\b")  # footnote marks and "+ FA" after the chip's name
+_FLASH_ATTENTION = re.compile(r"\+\s*FA\b")
 
 
 def _scoreboard(reading: Reading, t: int, i: int, table: Table) -> list[Candidate]:
@@ -454,41 +788,40 @@ def _scoreboard(reading: Reading, t: int, i: int, table: Table) -> list[Candidat
     protocol = reading.protocol
     post_version = reading.version_at((i, 0)) or protocol.get("version")
     sizes = protocol.get("file_size_gb") or {}
-    columns = {k: lb.scoreboard_column(h) for k, h in enumerate(table.header)}
+    procedure = protocol.get("command") or lb.LLAMA_BENCH
+    columns = [(k, column) for k, column in ((k, lb.scoreboard_column(h)) for k, h in enumerate(table.header))
+               if column]
+    lengths = {"prompt": (protocol.get("prompt_tokens"), 0, 0),
+               "generation": (0, protocol.get("generated_tokens"), 0)}
+    header = _Columns(table)
+    chip_cell, cores_cell, bandwidth_cell = (header.getter(n) for n in ("chip", "gpu cores", "bw [gb/s]"))
+    ctx = reading.ctx
     out = []
     for r, (row, quote) in enumerate(zip(table.rows, table.quotes)):
-        cells = _row_cells(table, row)
-        chip_cell = cells.get("chip", "")
-        commit = _COMMIT.search(chip_cell)
-        chip = re.sub(r"\[\^\w+\]|\+\s*FA\b", "", _COMMIT.sub("", chip_cell)).strip()
-        cores = cells.get("gpu cores", "")
+        chip_cell_text = chip_cell(row)
+        commit = _COMMIT.search(chip_cell_text)
+        chip = _CHIP_NOTES.sub("", _COMMIT.sub("", chip_cell_text)).strip()
+        cores = cores_cell(row)
         hardware = canonical_hardware(f"{chip} ({cores}-core GPU)" if cores.isdigit() else chip)
-        bandwidth = lb.parse_value(cells.get("bw [gb/s]", ""))
+        bandwidth = lb.parse_value(bandwidth_cell(row))
         options = {"ngl": protocol["ngl"]} if "ngl" in protocol else {}
-        if re.search(r"\+\s*FA\b", chip_cell):
+        if _FLASH_ATTENTION.search(chip_cell_text):
             options["fa"] = 1
-        for k, column in columns.items():
-            value = lb.parse_value(row[k]) if column and k < len(row) else None
+        version = commit.group(0) if commit else post_version
+        for k, (quant, phase) in columns:
+            value = lb.parse_value(row[k]) if k < len(row) else None
             if value is None:
                 continue
-            quant, phase = column
-            prompt = protocol.get("prompt_tokens") if phase == "prompt" else 0
-            generated = protocol.get("generated_tokens") if phase == "generation" else 0
-            record = new_record(reading.ctx, quote)
-            record["phase"] = phase
-            record["lengths"] = {"prompt_tokens": prompt, "generated_tokens": generated, "context_depth": 0}
-            record["tokens_per_second"], record["concurrency"] = value[0], {"users": 1, "figure": "per_user"}
-            record["hardware"] = {"name": hardware}
+            machine = {"name": hardware}
             if cores.isdigit():
-                record["hardware"]["gpu_cores"] = int(cores)
+                machine["gpu_cores"] = int(cores)
             if bandwidth:
-                record["hardware"]["memory_bandwidth_gbs"] = bandwidth[0]
-            record["model"] = {"name": protocol.get("model"),
-                               "params_b": protocol.get("params_b"), "file_size_gb": sizes.get(quant)}
-            record["quantization"] = quant
-            record["software"]["version"] = commit.group(0) if commit else post_version
-            record["software"]["options"] = dict(options)
-            record["nature"]["procedure"] = protocol.get("command") or lb.LLAMA_BENCH
+                machine["memory_bandwidth_gbs"] = bandwidth[0]
+            record = _record(ctx, quote, model={"name": protocol.get("model"), "params_b": protocol.get("params_b"),
+                                                "file_size_gb": sizes.get(quant)},
+                             quantization=quant, version=version, options=dict(options), lengths=lengths[phase],
+                             users=1, figure="per_user", procedure=procedure, phase=phase, value=value[0])
+            record["hardware"] = machine
             out.append(Candidate(record, f"t{t}:r{r}:{quant}-{phase}"))
     return out
 
@@ -501,15 +834,22 @@ def _compare(reading: Reading, t: int, i: int, table: Table) -> list[Candidate]:
     out = []
     for r, (row, quote) in enumerate(zip(table.rows, table.quotes)):
         cells = _row_cells(table, row)
-        shape = lb.parse_test(cells.get("test", ""))
-        for column in value_columns:
-            value = lb.parse_value(cells.get(column.strip().lower(), ""))
+        shape = reading.test(cells.get("test", ""))
+        values = [(column, lb.parse_value(cells.get(column.strip().lower(), ""))) for column in value_columns]
+        if not any(value for _, value in values):
+            continue
+        model = reading.model(cells.get("model", ""), cells.get("params", ""), cells.get("size", ""),
+                              cells.get("backend", ""))
+        name = reading.model_name(model, ())
+        hardware = canonical_hardware(cells.get("gpu", "")) or post_hardware
+        for column, value in values:
             if value is None:
                 continue
-            record = _set_figure(new_record(reading.ctx, quote), shape, value)
-            _set_model(record, _model_row(cells), reading.protocol)
-            record["hardware"]["name"] = canonical_hardware(cells.get("gpu", "")) or post_hardware
-            record["nature"]["procedure"] = lb.LLAMA_BENCH
+            record = _record(reading.ctx, quote, hardware=hardware,
+                             model={"name": name, "params_b": model.params_b, "file_size_gb": model.file_size_gb},
+                             quantization=model.quant, lengths=_lengths(shape), users=1, figure="per_user",
+                             procedure=lb.LLAMA_BENCH, phase=shape.phase if shape else None, value=value[0],
+                             stddev=value[1])
             out.append(Candidate(record, f"t{t}:r{r}:{column}", [reason]))
     return out
 
@@ -522,10 +862,10 @@ def _summary(reading: Reading, t: int, i: int, table: Table) -> list[Candidate]:
         if value is None:
             continue
         shape = lb.parse_test(cells.get("test", ""))
-        record = _set_figure(new_record(reading.ctx, quote), shape, value)
-        record["hardware"]["name"] = reading.hardware_at((i, 0))
-        record["software"]["version"] = reading.version_at((i, 0))
-        record["nature"]["procedure"] = lb.LLAMA_BENCH
+        record = _record(reading.ctx, quote, hardware=reading.hardware_at((i, 0)),
+                         version=reading.version_at((i, 0)), lengths=_lengths(shape), users=1, figure="per_user",
+                         procedure=lb.LLAMA_BENCH, phase=shape.phase if shape else None, value=value[0],
+                         stddev=value[1])
         out.append(Candidate(record, f"t{t}:r{r}:{shape.phase if shape else 'unknown'}", [SUMMARY_TABLE]))
     return out
 
@@ -544,10 +884,9 @@ def _timing_figures(reading: Reading) -> list[Candidate]:
             timing = lb.parse_timing(line)
             if not timing:
                 continue
-            shape = lb.TestShape(timing.phase, timing.tokens if timing.phase == "prompt" else 0,
-                                 timing.tokens if timing.phase == "generation" else 0, 0)
-            record = _set_figure(new_record(reading.ctx, line.strip()), shape, (timing.tokens_per_second, None))
-            record["nature"]["procedure"] = "timing log"
+            lengths = (timing.tokens, 0, 0) if timing.phase == "prompt" else (0, timing.tokens, 0)
+            record = _record(reading.ctx, line.strip(), lengths=lengths, users=1, figure="per_user",
+                             procedure="timing log", phase=timing.phase, value=timing.tokens_per_second)
             reasons = [TIMING_LOG] + ([SAMPLING_SPEED] if timing.sampling else [])
             out.append(Candidate(record, f"log{len(out)}:{timing.phase}", reasons))
     return out

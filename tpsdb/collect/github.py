@@ -16,9 +16,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from urllib.parse import urljoin
 
-from bs4 import BeautifulSoup, Tag
-from bs4.formatter import HTMLFormatter
+from lxml import etree
 
+from tpsdb.collect.extract import body_html_of, drop_element, inner_html, parse_body, parse_page
 from tpsdb.collect.http import Cached, Fetched, FetchError, PoliteSession
 
 __all__ = [
@@ -117,29 +117,22 @@ def next_page_url(page: bytes, base_url: str) -> str | None:
 _POST_ID = re.compile(r"^discussion(comment)?-(\d+)$")  # the opening post / a comment or reply
 _REPLIES_BLOCK = re.compile(r"^child-comments-discussioncomment-(\d+)$")
 
-
-class _AsServed(HTMLFormatter):
-    """Serialize a body as GitHub wrote it: attributes in their order (bs4 sorts them by default)."""
-
-    def __init__(self):
-        super().__init__(entity_substitution=HTMLFormatter.REGISTRY["minimal"].entity_substitution,
-                         void_element_close_prefix="")
-
-    def attributes(self, tag: Tag):
-        return list(tag.attrs.items())
-
-
-_AS_SERVED = _AsServed()
+_TEMPLATES = etree.XPath("//template")
+# The posts and their permalink anchors, by their ids (one XPath on attribute values: no element is tested).
+_POST_IDS = etree.XPath("//@id[starts-with(., 'discussion')]")
+# class token -> (the tag it must have, or None; what it is to the post): td.comment-body, .Truncate-text, ...
+_HOOKS = {"comment-body": ("td", "body"), "js-comment-edit-history": (None, "edit_history"),
+          "minimized-comment": (None, "minimized"), "Truncate-text": (None, "truncate"), "author": ("a", "author")}
 
 
 def normalize_body_html(fragment: str) -> str:
     """One serialization for a body, whichever transport served it, so that its hash only changes on an edit.
 
     (Parsing lower-cases attribute names and re-escapes text; GraphQL's bodyHTML and the page's td.comment-body
-    differ in such details only.)
+    differ in such details only.) Both are serialized by libxml2 from a parsed tree: GraphQL's from the fragment
+    parsed on its own, the page's straight from the page's tree (td.comment-body), not parsed a second time.
     """
-    body = BeautifulSoup(f"<body>{fragment}</body>", "lxml").body
-    return body.decode_contents(formatter=_AS_SERVED).strip() if body else ""
+    return inner_html(parse_body(fragment))
 
 
 def posts_from_html(pages: list[bytes], owner: str, repo: str, number: int) -> list[Post]:
@@ -153,48 +146,109 @@ def posts_from_html(pages: list[bytes], owner: str, repo: str, number: int) -> l
 
 def posts_from_html_page(page: bytes, owner: str, repo: str, number: int, *, first: bool) -> list[Post]:
     """The posts of one page; the first page must hold the opening post."""
-    soup = BeautifulSoup(page, "lxml")
-    for template in soup.find_all("template"):  # client-side templates: {{placeholders}}, not data
-        template.decompose()
-    found = [_post_from_element(el, owner, repo, number) for el in soup.find_all(id=_POST_ID)]
+    root = parse_page(page)
+    found = []
+    if root is not None:
+        for template in _TEMPLATES(root):  # client-side templates: {{placeholders}}, not data
+            drop_element(template)
+        found = _read_posts(root, owner, repo, number)
     if first and not any(post.kind == "opening" for post in found):
         raise PageFormatError(f"{owner}/{repo}#{number}: page 1 has no opening post")
     return found
 
 
-def _post_from_element(el: Tag, owner: str, repo: str, number: int) -> Post:
-    is_comment, database_id = _POST_ID.match(el["id"]).groups()
-    external_id = database_id if is_comment else "op"
-    replies_block = el.find_parent(id=_REPLIES_BLOCK)
-    parent_id = _REPLIES_BLOCK.match(replies_block["id"]).group(1) if replies_block else None
-    kind = "opening" if not is_comment else "reply" if parent_id else "comment"
+class _Nearest:
+    """The nearest ancestor of an element that passes a test, as the test's answer (None: no such ancestor).
 
-    body = _own(el, "td.comment-body")
-    author = _own(el, ".Truncate-text") or _own(el, "a.author")
-    permalink_anchor = el.find(id=f"{el['id']}-permalink")
-    time_tag = permalink_anchor.find("relative-time") if permalink_anchor else None
-    edit_history = _own(el, ".js-comment-edit-history")
+    Remembered for every element passed on the way up: the posts of a page share most of their ancestors, so
+    each step of the page's tree is climbed about once, not once per question.
+    """
+
+    def __init__(self, test: Callable):
+        self.test = test
+        self.known: dict = {}  # element -> the answer for the element itself or its nearest ancestor
+
+    def __call__(self, el):
+        known, test, path = self.known, self.test, []
+        found = None
+        for ancestor in el.iterancestors():
+            if ancestor in known:
+                found = known[ancestor]
+                break
+            found = test(ancestor)
+            if found is not None:
+                known[ancestor] = found
+                break
+            path.append(ancestor)
+        for ancestor in path:
+            known[ancestor] = found
+        return found
+
+
+def _replies_block(el) -> str | None:
+    block = _REPLIES_BLOCK.match(el.get("id") or "")
+    return block.group(1) if block else None
+
+
+def _read_posts(root, owner: str, repo: str, number: int) -> list[Post]:
+    posts: dict = {}  # post element -> its own hooks ({"body": td, ...}: the first of each), in document order
+    anchors: dict = {}  # "<post element id>-permalink" -> the elements with that id, in document order
+    for value in _POST_IDS(root):
+        if _POST_ID.match(value):
+            posts[value.getparent()] = {}
+        elif value.endswith("-permalink"):
+            anchors.setdefault(str(value), []).append(value.getparent())
+    replies_block = _Nearest(_replies_block)
+    found = []
+    for el, own in posts.items():
+        _own_hooks(el, own, posts)
+        anchor = next((a for a in anchors.get(f"{el.get('id')}-permalink", ())  # the first inside the post
+                       if any(above is el for above in a.iterancestors())), None)
+        found.append(_post_from_element(el, own, anchor, replies_block(el), owner, repo, number))
+    return found
+
+
+def _own_hooks(post, own: dict, posts: dict) -> None:
+    """The hooks the post element holds itself, in document order, the first of each kind: what is inside a reply
+    nested in it is the reply's. Neither replies nor the body (the author's own HTML, whose classes GitHub
+    strips) are searched: that leaves the post's header and frame, a few dozen elements."""
+    walk = etree.iterwalk(post, events=("start",))  # in document order
+    next(walk)  # the post element itself
+    for _, el in walk:
+        if el in posts:
+            walk.skip_subtree()  # a reply: its hooks are its own
+            continue
+        classes = el.get("class")
+        if classes and ("comment" in classes or "Truncate" in classes or "author" in classes):
+            for token in classes.split():
+                hook = _HOOKS.get(token)
+                if hook is not None and (hook[0] is None or el.tag == hook[0]):
+                    own.setdefault(hook[1], el)
+            if own.get("body") is el:
+                walk.skip_subtree()
+
+
+def _post_from_element(el, own: dict, anchor, parent_id: str | None, owner: str, repo: str, number: int) -> Post:
+    is_comment, database_id = _POST_ID.match(el.get("id")).groups()
+    external_id = database_id if is_comment else "op"
+    kind = "opening" if not is_comment else "reply" if parent_id else "comment"
+    time_tag = next(anchor.iterdescendants("relative-time"), None) if anchor is not None else None
+    author = own.get("truncate", own.get("author"))
+    edit_history = own.get("edit_history")
+    body = own.get("body")
     return Post(
         external_id=external_id,
         permalink=_permalink(owner, repo, number, external_id),
         kind=kind,
         parent_id=parent_id,
-        author=author.get_text(strip=True) if author else None,
-        created_at=time_tag.get("datetime") if time_tag else None,
-        edited=bool(edit_history and "edited" in edit_history.get_text()),
+        author="".join(s.strip() for s in author.itertext()) if author is not None else None,
+        created_at=time_tag.get("datetime") if time_tag is not None else None,
+        edited=edit_history is not None and "edited" in "".join(edit_history.itertext()),
         edited_at=None,
-        minimized=_own(el, ".minimized-comment") is not None,
+        minimized="minimized" in own,
         deleted=body is None,  # a deleted comment keeps its header but has no body
-        body_html=normalize_body_html(body.decode_contents(formatter=_AS_SERVED)) if body else "",
+        body_html=body_html_of(body) if body is not None else "",
     )
-
-
-def _own(el: Tag, selector: str) -> Tag | None:
-    """The first match that belongs to this post itself, not to a reply nested inside its element."""
-    for tag in el.select(selector):
-        if tag.find_parent(id=_POST_ID) is el:
-            return tag
-    return None
 
 
 # --- GraphQL transport ------------------------------------------------------------------------------------
@@ -302,5 +356,5 @@ def _post_from_node(node: dict, owner: str, repo: str, number: int, kind: str, p
         edited_at=node.get("lastEditedAt"),
         minimized=bool(node.get("isMinimized")),
         deleted=deleted,
-        body_html="" if deleted else normalize_body_html(node.get("bodyHTML") or ""),
+        body_html="" if deleted else body_html_of(parse_body(node.get("bodyHTML") or "")),
     )

@@ -55,8 +55,9 @@ def parse_value(cell: str) -> tuple[float, float | None] | None:
     match = _VALUE.match(cell)
     if not match:
         return None
-    number = lambda s: float(s.replace(",", ""))  # noqa: E731 - thousands separators only, llama-bench prints "%.2f"
-    return number(match["avg"]), (number(match["sd"]) if match["sd"] else None)
+    avg, sd = match.group(1, 2)  # thousands separators only: llama-bench prints "%.2f"
+    return (float(avg.replace(",", "") if "," in avg else avg),
+            (float(sd.replace(",", "") if "," in sd else sd) if sd else None))
 
 
 @dataclass(frozen=True)
@@ -84,9 +85,13 @@ def parse_test(label: str) -> TestShape | None:
     return TestShape("generation", 0, n, depth)
 
 
+_SIZE = re.compile(r"^\s*(\d[\d,]*(?:\.\d+)?)\s*(GiB|MiB|GB|MB)\s*$", re.I)
+_PARAMS = re.compile(r"^\s*(\d[\d,]*(?:\.\d+)?)\s*([BMK])\s*$")
+
+
 def parse_size_gb(cell: str) -> float | None:
     """Decimal GB from llama-bench's "3.56 GiB" / "636.18 MiB" (binary units, as the printer uses)."""
-    match = re.match(r"^\s*(\d[\d,]*(?:\.\d+)?)\s*(GiB|MiB|GB|MB)\s*$", cell, re.I)
+    match = _SIZE.match(cell)
     if not match:
         return None
     factor = {"gib": GIB_IN_GB, "mib": MIB_IN_GB, "gb": 1.0, "mb": 0.001}[match[2].lower()]
@@ -95,7 +100,7 @@ def parse_size_gb(cell: str) -> float | None:
 
 def parse_params_b(cell: str) -> float | None:
     """Billions of parameters from "6.74 B" or "68.03 M"."""
-    match = re.match(r"^\s*(\d[\d,]*(?:\.\d+)?)\s*([BMK])\s*$", cell)
+    match = _PARAMS.match(cell)
     if not match:
         return None
     value = float(match[1].replace(",", ""))
@@ -105,6 +110,12 @@ def parse_params_b(cell: str) -> float | None:
 # llama.cpp's ftype names (llama_model_ftype_name) -> the format name without decorations.
 _K_SIZES = {"small": "S", "medium": "M", "large": "L"}
 _QUANT_TOKEN = re.compile(r"^(?:I?Q\d\w*|TQ\d_\d|F16|F32|BF16|MXFP4|NVFP4|FP8|\?)$", re.I)
+_QUANT_PREFIX = re.compile(r"^(mostly|all)\s+", re.I)
+_QUANT_SOME = re.compile(r",\s*some\s+\w+$", re.I)
+_QUANT_MOE = re.compile(r"\s+MoE$", re.I)
+_QUANT_IQ3_MIX = re.compile(r"^IQ3_S mix\b", re.I)
+_QUANT_K_SIZE = re.compile(r"^(Q\d_K)\s*-\s*(Small|Medium|Large)$", re.I)
+_QUANT_BPW = re.compile(r"\s*-\s*[\d.]+\s*bpw.*$", re.I)
 
 
 def normalize_quant(ftype: str) -> str | None:
@@ -113,16 +124,16 @@ def normalize_quant(ftype: str) -> str | None:
     "Q4_K - Medium" -> "Q4_K_M", "mostly Q4_0" -> "Q4_0", "MXFP4 MoE" -> "MXFP4", "IQ3_S mix - 3.66 bpw" -> "IQ3_M".
     """
     text = " ".join(ftype.split())
-    text = re.sub(r"^(mostly|all)\s+", "", text, flags=re.I)
-    text = re.sub(r",\s*some\s+\w+$", "", text, flags=re.I)  # "Q4_1, some F16" (2023 labels)
-    text = re.sub(r"\s+MoE$", "", text, flags=re.I)
-    if re.match(r"^IQ3_S mix\b", text, re.I):
+    text = _QUANT_PREFIX.sub("", text)
+    text = _QUANT_SOME.sub("", text)  # "Q4_1, some F16" (2023 labels)
+    text = _QUANT_MOE.sub("", text)
+    if _QUANT_IQ3_MIX.match(text):
         return "IQ3_M"
-    k_size = re.match(r"^(Q\d_K)\s*-\s*(Small|Medium|Large)$", text, re.I)
+    k_size = _QUANT_K_SIZE.match(text)
     if k_size:
         base, size = k_size[1].upper(), _K_SIZES[k_size[2].lower()]
         return base if base == "Q2_K" and size == "M" else f"{base}_{size}"  # plain Q2_K prints as "Q2_K - Medium"
-    text = re.sub(r"\s*-\s*[\d.]+\s*bpw.*$", "", text, flags=re.I)  # "IQ4_XS - 4.25 bpw", "TQ1_0 - 1.69 bpw ternary"
+    text = _QUANT_BPW.sub("", text)  # "IQ4_XS - 4.25 bpw", "TQ1_0 - 1.69 bpw ternary"
     return text.upper() if text and _QUANT_TOKEN.match(text) and text != "?" else None
 
 
@@ -168,6 +179,8 @@ def format_version(number: int | str | None, commit: str | None) -> str | None:
 
 def parse_build(line: str) -> str | None:
     """The llama.cpp version a line states, or None."""
+    if "build" not in line and "version:" not in line and "llama.cpp" not in line and "checkout" not in line:
+        return None  # what each pattern needs: most lines state no version
     for pattern, _ in _BUILD_PATTERNS:
         match = pattern.search(line)
         if match:
@@ -178,22 +191,26 @@ def parse_build(line: str) -> str | None:
 
 # ------------------------------------------------------------------------------------------------ commands
 _COMMAND = re.compile(r"(?P<tool>llama-batched-bench|llama-bench)(?P<args>(?:\s+-\S.*)?)$")
+_REDIRECTION = re.compile(r"\s+\d?>\s*\S+")
+_CONTINUATION = re.compile(r"\\\s*\n\s*")
 
 
 def parse_command(line: str) -> tuple[str, str] | None:
     """(tool, "llama-bench -p 512 -n 128 -ngl 99") from a shell line running the tool with arguments."""
+    if "llama-b" not in line:  # both tools' names start so
+        return None
     match = None
     for match in _COMMAND.finditer(line):  # the last one: "make llama-bench && ./llama-bench -p 512"
         pass
     if not match or not match["args"].strip():
         return None
-    args = re.sub(r"\s+\d?>\s*\S+", "", match["args"])  # shell redirections are not options
+    args = _REDIRECTION.sub("", match["args"])  # shell redirections are not options
     return match["tool"], f"{match['tool']} {' '.join(args.split())}"
 
 
 def join_continuations(text: str) -> str:
     """Shell lines continued with a backslash, joined (the 4167 command spans five lines)."""
-    return re.sub(r"\\\s*\n\s*", " ", text)
+    return _CONTINUATION.sub(" ", text) if "\\" in text else text
 
 
 # --------------------------------------------------------------------------------------- llama-bench options
@@ -221,6 +238,9 @@ OPTION_KEYS = {
 }
 
 
+_INTEGER = re.compile(r"-?\d+")
+
+
 def option_value(value):
     """Integers as integers ("99" -> 99, True -> 1); anything else as the text printed."""
     if isinstance(value, bool):
@@ -228,7 +248,7 @@ def option_value(value):
     if isinstance(value, (int, float)):
         return value
     text = str(value).strip()
-    return int(text) if re.fullmatch(r"-?\d+", text) else text
+    return int(text) if _INTEGER.fullmatch(text) else text
 
 
 def options_from_columns(columns: dict[str, str]) -> dict:
@@ -242,14 +262,17 @@ def options_from_columns(columns: dict[str, str]) -> dict:
 
 
 _BATCHED_PARAMS = re.compile(r"^\s*main:\s*((?:\w+\s*=\s*-?\w+\s*,?\s*)+)$")
+_PAIR = re.compile(r"(\w+)\s*=\s*(-?\w+)")
 
 
 def parse_batched_params(line: str) -> dict | None:
     """Options from llama-batched-bench's "main: n_kv_max = 270336, n_batch = 2048, flash_attn = 1, ..." line."""
+    if "main:" not in line:
+        return None
     match = _BATCHED_PARAMS.match(line)
     if not match:
         return None
-    pairs = dict(re.findall(r"(\w+)\s*=\s*(-?\w+)", match[1]))
+    pairs = dict(_PAIR.findall(match[1]))
     return options_from_columns(pairs) if "n_kv_max" in pairs or "is_pp_shared" in pairs else None
 
 
@@ -270,14 +293,19 @@ class TimingLine:
     sampling: bool
 
 
+_DECIMAL_COMMA = re.compile(r"\d+,\d{1,2}")
+
+
 def _decimal(text: str) -> float:
     # Logs follow the C locale of the machine: "1200,95" is a decimal comma, "1,200.95" a thousands separator.
-    if re.fullmatch(r"\d+,\d{1,2}", text):
+    if _DECIMAL_COMMA.fullmatch(text):
         return float(text.replace(",", "."))
     return float(text.replace(",", ""))
 
 
 def parse_timing(line: str) -> TimingLine | None:
+    if "tokens per second" not in line:  # every timing line says so
+        return None
     match = _TIMING.search(line)
     if not match:
         return None

@@ -59,9 +59,12 @@ def _rtx_workstation(m: re.Match) -> str:
     return f"NVIDIA RTX {model}" if model.startswith("A") else f"NVIDIA RTX {model.split()[0]} Ada Generation"
 
 
+_SPACES = re.compile(r"\s+")
+
+
 def _datacenter(m: re.Match) -> str:
     # The driver's own spelling ("A100 80GB PCIe", "A100-SXM4-80GB", "H100 80GB HBM3") says which variant it is.
-    return "NVIDIA " + m["model"] + re.sub(r"\s+", " ", m["variant"] or "").rstrip()
+    return "NVIDIA " + m["model"] + _SPACES.sub(" ", m["variant"] or "").rstrip()
 
 
 def _radeon(m: re.Match) -> str:
@@ -101,15 +104,63 @@ _PATTERNS: list[tuple[re.Pattern, Callable[[re.Match], str]]] = [
 
 _MULTI = re.compile(r"^\s*(?P<count>\d{1,2})\s*[x×]\s*(?P<rest>.+)$")
 
+# What each pattern above cannot match without (same order): lower-case words that the lower-cased text must hold,
+# or, for the case-sensitive short names, a cheap search on the text itself. Most lines name no machine: these
+# tests turn them away at the cost of a few substring searches instead of a dozen regular expressions.
+_M_DIGIT = re.compile(r"M[1-9]").search
+_NEEDS: list[tuple[str, ...] | Callable[[str], object]] = [
+    ("dgx", "gb10"),
+    ("jetson",),
+    ("rtx",),
+    ("rtx",),
+    ("rtx", "gtx"),
+    ("a100", "h100", "h200", "h800", "a800", "b200", "b300", "l40s", "v100"),
+    ("nvidia", "tesla"),
+    ("cmp",),
+    _M_DIGIT,
+    lambda text: "MI" in text,
+    ("radeon",),
+    lambda text: "RX" in text,
+    lambda text: "Arc" in text,
+]
+assert len(_NEEDS) == len(_PATTERNS)
+_ENTRIES = [(pattern, build, needs) for (pattern, build), needs in zip(_PATTERNS, _NEEDS)]
 
-def hardware_mentions(text: str) -> list[Mention]:
-    """Every machine named in the text, in reading order (overlaps: the longest match wins)."""
-    found = [Mention(m.start(), m.end(), build(m)) for pattern, build in _PATTERNS for m in pattern.finditer(text)]
-    found.sort(key=lambda x: (x.start, -(x.end - x.start)))
+
+def hardware_patterns(text: str, among: list | None = None) -> list:
+    """The patterns (of `among`, else of all) that may match somewhere in the text: those whose needed words
+    it holds. For a larger text, the only ones to try on each of its lines."""
+    lower = text.lower()
+    possible = []
+    for entry in _ENTRIES if among is None else among:
+        needs = entry[2]
+        if callable(needs):
+            if needs(text):
+                possible.append(entry)
+        else:
+            for word in needs:
+                if word in lower:
+                    possible.append(entry)
+                    break
+    return possible
+
+
+def hardware_mentions(text: str, patterns: list | None = None) -> list[Mention]:
+    """Every machine named in the text, in reading order (overlaps: the longest match wins).
+
+    `patterns`: from `hardware_patterns` of a larger text holding this one (the only ones worth trying).
+    """
+    if patterns is not None and not patterns:
+        return []
+    found = [(m.start(), m.end(), m, build)
+             for pattern, build, _ in hardware_patterns(text, patterns) for m in pattern.finditer(text)]
+    if not found:
+        return []
+    found.sort(key=lambda x: (x[0], x[0] - x[1]))
     kept: list[Mention] = []
-    for mention in found:
-        if not kept or mention.start >= kept[-1].end:
-            kept.append(mention)
+    for start, end, match, build in found:
+        if not kept or start >= kept[-1].end:
+            kept.append(Mention(start, end, build(match)))  # names built for the kept matches only
     return kept
 
 
@@ -140,6 +191,8 @@ _DEVICE_LINES = [
 
 def device_on_line(line: str) -> tuple[int, str] | None:
     """(device index, raw device name) on a device line, or None if the line is not one."""
+    if "Device" not in line and "ggml_" not in line and "NVIDIA" not in line and "Tesla" not in line:
+        return None  # what the patterns need: most lines are no device line
     for pattern in _DEVICE_LINES:
         match = pattern.search(line)
         if match:
