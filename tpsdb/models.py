@@ -157,7 +157,7 @@ class Measurement(SQLModel, table=True):
     slot: str | None = Field(default=None, description="the figure's place in its post (table, row, column)")
     hardware_id: int = Field(foreign_key="hardware.id", index=True)
     model_file_id: int = Field(foreign_key="model_file.id")
-    software_id: int = Field(foreign_key="software.id", index=True)
+    software_id: int = Field(foreign_key="software.id")
     software_options: str = Field(default="{}", description="JSON object, keys sorted")
     phase: str
     prompt_tokens: int | None = None
@@ -183,7 +183,7 @@ class Measurement(SQLModel, table=True):
     via_publisher: str | None = None
     via_url: str | None = None
     via_published_at: date | None = None
-    status: str = Field(default=Status.active, index=True)
+    status: str = Field(default=Status.active)  # filtered with the table index, never alone
     supersedes_id: int | None = Field(default=None, foreign_key="measurement.id")
     hardware_bandwidth_gbs: float | None = Field(
         default=None, description="bandwidth stated by the record itself, when it differs from the reference"

@@ -292,9 +292,7 @@ def upgrade() -> None:
     with op.batch_alter_table('measurement', schema=None) as batch_op:
         batch_op.create_index(batch_op.f('ix_measurement_hardware_id'), ['hardware_id'], unique=False)
         batch_op.create_index(batch_op.f('ix_measurement_post_id'), ['post_id'], unique=False)
-        batch_op.create_index(batch_op.f('ix_measurement_software_id'), ['software_id'], unique=False)
         batch_op.create_index(batch_op.f('ix_measurement_source_id'), ['source_id'], unique=False)
-        batch_op.create_index(batch_op.f('ix_measurement_status'), ['status'], unique=False)
         batch_op.create_index('ix_measurement_table', ['model_file_id', 'hardware_id', 'phase', 'users', 'status'], unique=False)
 
     op.create_table('rejection',
@@ -337,9 +335,7 @@ def downgrade() -> None:
     op.drop_table('rejection')
     with op.batch_alter_table('measurement', schema=None) as batch_op:
         batch_op.drop_index('ix_measurement_table')
-        batch_op.drop_index(batch_op.f('ix_measurement_status'))
         batch_op.drop_index(batch_op.f('ix_measurement_source_id'))
-        batch_op.drop_index(batch_op.f('ix_measurement_software_id'))
         batch_op.drop_index(batch_op.f('ix_measurement_post_id'))
         batch_op.drop_index(batch_op.f('ix_measurement_hardware_id'))
 
