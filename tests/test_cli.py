@@ -123,3 +123,34 @@ def test_validate_and_add_use_the_reference_bandwidth_for_the_ceiling(tmp_path, 
     assert run_cli("validate", str(path), "--db", str(tmp_path / "absent.sqlite"), check=False).returncode == 0
     assert not (tmp_path / "absent.sqlite").exists()
     assert "1 rejections added" in run_cli("add", str(path), db=seeded).stdout
+
+
+def test_large_files_are_validated_in_a_worker_process_with_the_same_results(tmp_path, empty_db, record):
+    from tpsdb.bulk import PARALLEL_MIN
+
+    records = many_records(record, PARALLEL_MIN + 500)
+    bad = copy.deepcopy(record)
+    bad["quantization"] = "4-bit"
+    records.insert(PARALLEL_MIN // 2, bad)
+    path = write_jsonl(tmp_path / "big.jsonl", records)
+    out = run_cli("add", str(path), db=empty_db).stdout
+    assert f"{PARALLEL_MIN + 500} measurements added" in out and "1 rejections added" in out
+    small = tmp_path / "small.sqlite"  # the same records one file at a time below the threshold: same export
+    run_cli("init", "--no-seed", db=small)
+    for start in range(0, len(records), PARALLEL_MIN - 1):
+        run_cli("add", str(write_jsonl(tmp_path / f"part{start}.jsonl", records[start:start + PARALLEL_MIN - 1])),
+                db=small)
+    assert run_cli("export", db=small).stdout == run_cli("export", db=empty_db).stdout
+    assert run_cli("export", "--rejections", db=small).stdout == run_cli("export", "--rejections", db=empty_db).stdout
+
+
+def test_a_broken_line_in_a_large_file_stores_nothing(tmp_path, empty_db, record):
+    from tpsdb.bulk import PARALLEL_MIN
+
+    lines = [json.dumps(r) for r in many_records(record, PARALLEL_MIN + 10)]
+    lines[PARALLEL_MIN + 3] = '{"source": '
+    path = tmp_path / "broken.jsonl"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    result = run_cli("add", str(path), db=empty_db, check=False)
+    assert result.returncode == 2 and f"broken.jsonl:{PARALLEL_MIN + 4}: not JSON" in result.stderr
+    assert run_cli("export", db=empty_db).stdout == ""

@@ -21,6 +21,7 @@ from .models import Hardware, Measurement, Model, ModelFile, Rejection, Source, 
 from .query import QueryError, render, run_readonly
 from .record import RecordFileError, Via, parse_records, validate
 from .reference import ReferenceError, load_reference
+from .bulk import prepared_records
 from .ingest import IngestError, ingest_files
 from .refresh import RefreshBusy, due_sources, refresh_lock, refresh_source, reparse_source, source_status
 from .sources import SourceFileError, load_sources
@@ -182,6 +183,7 @@ def add(
     """
     engine = open_db(db_url)
     counts: Counter = Counter()
+    bandwidths = _reference_bandwidths(db_url) or {}
     with Session(engine) as session:
         store = Store(session)
         # Records and rows hold no reference cycles; the cyclic GC would only rescan every object a bulk add
@@ -189,13 +191,14 @@ def add(
         gc.disable()
         try:
             for path in files:
-                candidates = load_candidates(path)
-                for index, candidate in enumerate(candidates, 1):
-                    counts[store.put(candidate).outcome] += 1
+                for index, prepared in enumerate(prepared_records(str(path), read_text(path), bandwidths), 1):
+                    counts[store.put_prepared(prepared).outcome] += 1
                     if index % 20000 == 0:
-                        typer.echo(f"{path}: {index}/{len(candidates)}", err=True)
+                        typer.echo(f"{path}: {index} records", err=True)
             store.flush()
             session.commit()
+        except RecordFileError as error:
+            fail(f"{error}; nothing was stored")
         finally:
             gc.enable()
     typer.echo(

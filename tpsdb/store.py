@@ -78,6 +78,88 @@ class Provenance:
     extra_reasons: list[str] = field(default_factory=list)
 
 
+@dataclass
+class Prepared:
+    """A candidate after validation: everything the database needs that can be computed without it, so that
+    validation may run in another process than the writes (see `tpsdb add`)."""
+
+    key: str
+    reasons: list[str]  # empty when accepted
+    columns: tuple  # the row's own columns, in MEASUREMENT_COLUMNS or REJECTION_COLUMNS order
+    refs: tuple | None = None  # accepted: (hardware, memory_gb, gpu_cores, model, params_b, active_params_b,
+    #                                      file_size_gb, quantization, software, version)
+
+
+def prepare(candidate: Any, *, bandwidth_of=None, today: date | None = None,
+            extra_reasons: list[str] | tuple = ()) -> Prepared:
+    outcome: Outcome = validate(candidate, bandwidth_of=bandwidth_of, today=today)
+    reasons = [*extra_reasons, *outcome.reasons]
+    if reasons:
+        return Prepared(natural_key(candidate), reasons, _rejection_columns(candidate, reasons))
+    r = outcome.record
+    m, h = r.model, r.hardware
+    refs = (h.name, h.memory_gb, h.gpu_cores, m.name, m.params_b, m.active_params_b, m.file_size_gb,
+            r.quantization, r.software.name, r.software.version)
+    return Prepared(hashlib.sha256(r.identity()).hexdigest(), [], _measurement_columns(r), refs)
+
+
+# A figure's own columns, in the order of the tuples below (tuples: cheap to pickle and to insert).
+MEASUREMENT_COLUMNS = (
+    "source_url", "software_options", "phase", "prompt_tokens", "generated_tokens", "context_depth", "users",
+    "figure", "nature_kind", "procedure", "formula", "formula_inputs", "tokens_per_second", "stddev",
+    "retrieved_at", "published_at", "author", "quote", "via_title", "via_publisher", "via_url",
+    "via_published_at", "hardware_bandwidth_gbs",
+)
+REJECTION_COLUMNS = ("source_url", "candidate_json", "reasons", "quote", "tokens_per_second")
+# Columns that the database side adds: identity, references and provenance.
+MEASUREMENT_LINKS = ("figure_key", "slot", "hardware_id", "model_file_id", "software_id", "source_id", "post_id",
+                     "snapshot_id", "status", "supersedes_id")
+REJECTION_LINKS = ("candidate_key", "slot", "source_id", "post_id", "snapshot_id", "status")
+
+
+def _measurement_columns(r: Record) -> tuple:
+    via = r.source.via or None
+    return (
+        r.source.url,
+        canonical_json(r.software.options),
+        str(r.phase),
+        r.lengths.prompt_tokens,
+        r.lengths.generated_tokens,
+        r.lengths.context_depth or 0,
+        r.concurrency.users,
+        str(r.concurrency.figure),
+        str(r.nature.kind),
+        r.nature.procedure,
+        r.nature.formula,
+        canonical_json(r.nature.inputs) if r.nature.inputs else None,
+        r.tokens_per_second,
+        r.stddev,
+        r.source.retrieved_at.isoformat(),
+        _iso(r.source.published_at),
+        r.source.author,
+        r.source.quote,
+        via.title if via else None,
+        via.publisher if via else None,
+        via.url if via else None,
+        _iso(via.published_at) if via else None,
+        r.hardware.memory_bandwidth_gbs,
+    )
+
+
+def _rejection_columns(candidate: Any, reasons: list[str]) -> tuple:
+    source_block = candidate.get("source") if isinstance(candidate, dict) else None
+    url = source_block.get("url") if isinstance(source_block, dict) else None
+    quote = source_block.get("quote") if isinstance(source_block, dict) else None
+    value = candidate.get("tokens_per_second") if isinstance(candidate, dict) else None
+    return (
+        url if isinstance(url, str) else None,
+        canonical_json(candidate),
+        json.dumps(reasons, ensure_ascii=False),
+        quote if isinstance(quote, str) else None,
+        float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None,
+    )
+
+
 class Store:
     """Reference lookups are cached per session: a bulk add resolves each hardware or model once."""
 
@@ -85,7 +167,7 @@ class Store:
         self.session = session
         self.today = today
         self._cache: dict[tuple, Any] = {}
-        self._pending: dict[type, list[dict]] = {}
+        self._pending: dict[type, list[tuple]] = {}
         self._pending_count = 0
 
     # ----------------------------------------------------------------------------------------- references
@@ -108,25 +190,25 @@ class Store:
         home = source_home(url)
         return self._get_or_create(Source, (home,), {"url": home}, defaults)
 
-    def _ids(self, r: Record) -> tuple[int, int, int]:
-        """hardware, model file and software ids of a record; records of one table share them, so cache."""
-        m = r.model
-        key = ("ids", r.hardware.name, m.name, m.params_b, m.active_params_b, m.file_size_gb, r.quantization,
-               r.software.name, r.software.version)
-        if key not in self._cache:
-            self._cache[key] = (self.hardware(r.hardware.name, r).id, self.model_file(r, r.source.url).id,
-                                self.software(r.software.name, r.software.version).id)
-        elif r.hardware.memory_gb is not None or r.hardware.gpu_cores is not None:
-            self.hardware(r.hardware.name, r)
-        return self._cache[key]
+    def _ids(self, refs: tuple, size_source_url: str) -> tuple[int, int, int]:
+        """hardware, model file and software ids of a figure; the figures of one table share them, so cache."""
+        ids = self._cache.get(refs)
+        if ids is None:
+            name, memory_gb, gpu_cores, model, params_b, active_b, size_gb, quantization, software, version = refs
+            ids = self._cache[refs] = (
+                self.hardware(name, memory_gb, gpu_cores).id,
+                self.model_file(model, params_b, active_b, size_gb, quantization, size_source_url).id,
+                self.software(software, version).id,
+            )
+        return ids
 
-    def hardware(self, name: str, record: Record | None = None) -> Hardware:
+    def hardware(self, name: str, memory_gb: float | None = None, gpu_cores: int | None = None) -> Hardware:
         row = self._get_or_create(Hardware, (name,), {"name": name})
-        if record is not None:  # a record may fill what the reference leaves empty, never overwrite it
-            if row.memory_gb is None and record.hardware.memory_gb is not None:
-                row.memory_gb = record.hardware.memory_gb
-            if row.gpu_cores is None and record.hardware.gpu_cores is not None:
-                row.gpu_cores = record.hardware.gpu_cores
+        # A record may fill what the reference leaves empty, never overwrite it.
+        if row.memory_gb is None and memory_gb is not None:
+            row.memory_gb = memory_gb
+        if row.gpu_cores is None and gpu_cores is not None:
+            row.gpu_cores = gpu_cores
         return row
 
     def bandwidth_of(self, name: str) -> float | None:
@@ -136,16 +218,16 @@ class Store:
             self._cache[cache_key] = row.memory_bandwidth_gbs if row else None
         return self._cache[cache_key]
 
-    def model_file(self, record: Record, size_source_url: str | None) -> ModelFile:
-        m = record.model
-        model = self._get_or_create(Model, (m.name,), {"name": m.name},
-                                    {"params_b": m.params_b, "active_params_b": m.active_params_b})
-        if model.active_params_b is None and m.active_params_b is not None:
-            model.active_params_b = m.active_params_b
-        size_bytes = round(m.file_size_gb * 1e9)
+    def model_file(self, name: str, params_b: float, active_params_b: float | None, file_size_gb: float,
+                   quantization: str, size_source_url: str | None) -> ModelFile:
+        model = self._get_or_create(Model, (name,), {"name": name},
+                                    {"params_b": params_b, "active_params_b": active_params_b})
+        if model.active_params_b is None and active_params_b is not None:
+            model.active_params_b = active_params_b
+        size_bytes = round(file_size_gb * 1e9)
         return self._get_or_create(
-            ModelFile, (model.id, record.quantization, size_bytes),
-            {"model_id": model.id, "quantization": record.quantization, "size_bytes": size_bytes},
+            ModelFile, (model.id, quantization, size_bytes),
+            {"model_id": model.id, "quantization": quantization, "size_bytes": size_bytes},
             {"size_source_url": size_source_url},
         )
 
@@ -166,20 +248,22 @@ class Store:
     def put(self, candidate: Any, provenance: Provenance | None = None) -> PutResult:
         """Validate one candidate and queue it as a measurement or a rejection; putting it again is a no-op.
 
-        Rows are written in batches by `flush()` (called by `put` every BATCH rows and by the caller at the end).
+        Rows are written in batches by `flush()` (called every BATCH rows and by the caller at the end).
         """
         provenance = provenance or Provenance()
-        outcome: Outcome = validate(candidate, bandwidth_of=self.bandwidth_of, today=self.today)
-        reasons = provenance.extra_reasons + outcome.reasons
-        if reasons:
-            key = natural_key(candidate)
-            return PutResult(self._queue(Rejection, "candidate_key", key,
-                                         lambda: self._rejection_row(candidate, reasons, key, provenance)),
-                             key=key, reasons=reasons)
-        record = outcome.record
-        key = hashlib.sha256(record.identity()).hexdigest()
-        return PutResult(self._queue(Measurement, "figure_key", key,
-                                     lambda: self._measurement_row(record, key, provenance)), key=key)
+        prepared = prepare(candidate, bandwidth_of=self.bandwidth_of, today=self.today,
+                           extra_reasons=provenance.extra_reasons)
+        return self.put_prepared(prepared, provenance)
+
+    def put_prepared(self, prepared: Prepared, provenance: Provenance | None = None) -> PutResult:
+        p = provenance or Provenance()
+        if prepared.reasons:
+            outcome = self._queue(Rejection, "candidate_key", prepared.key,
+                                  lambda: self._rejection_row(prepared, p))
+        else:
+            outcome = self._queue(Measurement, "figure_key", prepared.key,
+                                  lambda: self._measurement_row(prepared, p))
+        return PutResult(outcome, key=prepared.key, reasons=prepared.reasons)
 
     def _queue(self, model_cls, key_column: str, key: str, make_row) -> str:
         known = self._known(model_cls, key_column)
@@ -206,80 +290,33 @@ class Store:
         """Write the queued rows (one executemany per table)."""
         self.session.flush()
         self._pending_count = 0
-        for model_cls in (Measurement, Rejection):
+        for model_cls, columns in ((Measurement, MEASUREMENT_LINKS + MEASUREMENT_COLUMNS),
+                                   (Rejection, REJECTION_LINKS + REJECTION_COLUMNS)):
             rows = self._pending.pop(model_cls, [])
             if rows:
-                self._insert(model_cls.__tablename__, rows)
+                self._insert(model_cls.__tablename__, columns, rows)
 
-    def _insert(self, table: str, rows: list[dict]) -> None:
+    def _insert(self, table: str, columns: tuple[str, ...], rows: list[tuple]) -> None:
         """One executemany straight to the driver: SQLAlchemy's per-row parameter processing would cost a third
         of a bulk add. Rows hold driver-ready values (str, int, float, None; dates as ISO strings)."""
         conn = self.session.connection()
-        columns = list(rows[0])
         marker = "?" if conn.dialect.paramstyle == "qmark" else "%s"
         sql = f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join([marker] * len(columns))})"
-        conn.exec_driver_sql(sql, [tuple(row.values()) for row in rows])
+        conn.exec_driver_sql(sql, rows)
 
-    def _measurement_row(self, r: Record, key: str, p: Provenance) -> dict:
-        source = p.source or self.source_for(r.source.url)
-        via = r.source.via or None
-        hardware_id, model_file_id, software_id = self._ids(r)
-        return dict(
-            figure_key=key,
-            slot=p.slot,
-            hardware_id=hardware_id,
-            model_file_id=model_file_id,
-            software_id=software_id,
-            software_options=canonical_json(r.software.options),
-            phase=str(r.phase),
-            prompt_tokens=r.lengths.prompt_tokens,
-            generated_tokens=r.lengths.generated_tokens,
-            context_depth=r.lengths.context_depth or 0,
-            users=r.concurrency.users,
-            figure=str(r.concurrency.figure),
-            nature_kind=str(r.nature.kind),
-            procedure=r.nature.procedure,
-            formula=r.nature.formula,
-            formula_inputs=canonical_json(r.nature.inputs) if r.nature.inputs else None,
-            tokens_per_second=r.tokens_per_second,
-            stddev=r.stddev,
-            source_id=source.id,
-            source_url=r.source.url,
-            post_id=p.post.id if p.post else None,
-            snapshot_id=p.snapshot_id,
-            retrieved_at=r.source.retrieved_at.isoformat(),
-            published_at=_iso(r.source.published_at),
-            author=r.source.author,
-            quote=r.source.quote,
-            via_title=via.title if via else None,
-            via_publisher=via.publisher if via else None,
-            via_url=via.url if via else None,
-            via_published_at=_iso(via.published_at) if via else None,
-            status=ACTIVE,
-            supersedes_id=None,
-            hardware_bandwidth_gbs=r.hardware.memory_bandwidth_gbs,
-        )
+    def _measurement_row(self, prepared: Prepared, p: Provenance) -> tuple:
+        url = prepared.columns[0]
+        hardware_id, model_file_id, software_id = self._ids(prepared.refs, url)
+        source = p.source or self.source_for(url)
+        return (prepared.key, p.slot, hardware_id, model_file_id, software_id, source.id,
+                p.post.id if p.post else None, p.snapshot_id, ACTIVE, None, *prepared.columns)
 
-    def _rejection_row(self, candidate: Any, reasons: list[str], key: str, p: Provenance) -> dict:
-        source_block = candidate.get("source") if isinstance(candidate, dict) else None
-        url = source_block.get("url") if isinstance(source_block, dict) else None
-        quote = source_block.get("quote") if isinstance(source_block, dict) else None
-        value = candidate.get("tokens_per_second") if isinstance(candidate, dict) else None
+    def _rejection_row(self, prepared: Prepared, p: Provenance) -> tuple:
+        url = prepared.columns[0]
         url_ok = isinstance(url, str) and url.startswith(("http://", "https://"))
         source = p.source or (self.source_for(url) if url_ok else None)
-        return dict(
-            candidate_key=key,
-            slot=p.slot,
-            candidate_json=canonical_json(candidate),
-            reasons=json.dumps(reasons, ensure_ascii=False),
-            source_url=url if isinstance(url, str) else None,
-            quote=quote if isinstance(quote, str) else None,
-            tokens_per_second=float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None,
-            source_id=source.id if source else None,
-            post_id=p.post.id if p.post else None,
-            snapshot_id=p.snapshot_id,
-            status=ACTIVE,
-        )
+        return (prepared.key, p.slot, source.id if source else None, p.post.id if p.post else None,
+                p.snapshot_id, ACTIVE, *prepared.columns)
 
 
 # --------------------------------------------------------------------------------------------------- export
