@@ -16,15 +16,14 @@ from sqlalchemy import func
 from sqlmodel import Session, select
 
 from . import cli_publish, config, db
+# The refresh and ingest modules (requests, lxml, the extractors) are imported inside their commands, so that the
+# other commands start without them.
 from .cli_common import DbOption, fail, open_db
 from .models import Hardware, Measurement, Model, ModelFile, Rejection, Source, Status
 from .query import QueryError, render, run_readonly
 from .record import RecordFileError, Via, parse_records, validate
 from .reference import ReferenceError, load_reference
 from .bulk import prepared_records
-from .ingest import IngestError, ingest_files
-from .refresh import RefreshBusy, due_sources, refresh_lock, refresh_source, reparse_source, source_status
-from .sources import SourceFileError, load_sources
 from .store import Store, iter_measurement_records, iter_rejections
 
 app = typer.Typer(
@@ -270,6 +269,8 @@ def query(
 
 # ---------------------------------------------------------------------------------------------- sources
 def _specs(sources_dir: Path | None) -> dict:
+    from .sources import SourceFileError, load_sources
+
     try:
         return load_sources(sources_dir)
     except (SourceFileError, OSError) as error:
@@ -301,6 +302,8 @@ def refresh(
     API. A source that fails leaves the database as it was; the others still run. Exit status: 0 when every
     source succeeded, 1 when one failed, 3 when another refresh holds the database.
     """
+    from .refresh import due_sources, refresh_source
+
     specs = _specs(sources_dir)
     if not names and not due:
         fail("name the sources to refresh, or pass --due (see `tpsdb sources`)")
@@ -318,6 +321,8 @@ def _progress(message: str) -> None:
 
 def _run_sources(engine, keys: list[str], run_one, *, as_json: bool, wait: bool) -> None:
     """Run one source after another under the database's refresh lock; print; exit 1 if one failed."""
+    from .refresh import RefreshBusy, refresh_lock
+
     summaries = []
     try:
         with refresh_lock(engine, wait):
@@ -357,6 +362,8 @@ def reparse(
 
     Use it after a parser improvement: figures that read the same keep their ids, the others are superseded.
     """
+    from .refresh import reparse_source
+
     specs = _specs(sources_dir)
     engine = open_db(db_url)
     keys = _pick(specs, names) if names else list(specs)
@@ -371,6 +378,8 @@ def sources_cmd(
     db_url: DbOption = None,
 ) -> None:
     """List the sources with their last run, its status, the next due time and their figure counts."""
+    from .refresh import source_status
+
     specs = _specs(sources_dir)
     engine = open_db(db_url)
     rows = source_status(engine, specs)
@@ -395,6 +404,8 @@ def ingest(
 
     The same file ingested twice changes nothing. Figures lacking a condition are kept as rejections.
     """
+    from .ingest import IngestError, ingest_files
+
     engine = open_db(db_url)
     try:
         with Session(engine) as session:

@@ -13,9 +13,9 @@ import typer
 from sqlmodel import Session
 
 from .cli_common import DbOption, fail, open_db
-from .publish import ceiling as ceiling_logic
-from .publish.definitions import TABLES_DIR, DefinitionError, load_definitions, select
-from .publish.render import EXTENSIONS, FORMATS, render, render_many
+from .config import TABLES_DIR
+
+# tpsdb.publish (Jinja2, matplotlib) is imported inside the commands: every other command starts faster.
 
 TablesDirOption = Annotated[
     Path, typer.Option("--tables-dir", help="Folder of table definitions (*.toml).", show_default=True)
@@ -23,6 +23,8 @@ TablesDirOption = Annotated[
 
 
 def _definitions(tables_dir: Path, names: list[str] | None):
+    from .publish.definitions import DefinitionError, load_definitions, select
+
     try:
         return select(load_definitions(tables_dir), names)
     except DefinitionError as error:
@@ -43,6 +45,8 @@ def tables(
     each measured cell has a footnote with its source URL and retrieval date; columns marked calc. are computed.
     A table with no validated measurement still prints, with a note saying so.
     """
+    from .publish.render import EXTENSIONS, FORMATS, render, render_many
+
     if fmt not in FORMATS:
         fail(f"--format: {fmt!r} is not one of {', '.join(FORMATS)}")
     definitions = _definitions(tables_dir, names)
@@ -95,6 +99,8 @@ def ceiling(
     if fmt not in ("text", "json"):
         fail(f"--format: {fmt!r} is not one of text, json")
     engine = open_db(db_url)
+    from .publish import ceiling as ceiling_logic
+
     with Session(engine) as session:
         try:
             results = ceiling_logic.compute(session, hardware, model, quant, users)

@@ -10,6 +10,7 @@ DATA_DIR = PROJECT_ROOT / "data"
 SOURCES_DIR = PROJECT_ROOT / "sources"
 MIGRATIONS_DIR = PROJECT_ROOT / "migrations"
 SEED_SQL = DATA_DIR / "seed.sql"
+TABLES_DIR = PROJECT_ROOT / "tables"
 DEFAULT_DB_PATH = DATA_DIR / "tpsdb.sqlite"
 
 

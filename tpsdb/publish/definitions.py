@@ -32,9 +32,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..config import PROJECT_ROOT
+from .. import config
 
-TABLES_DIR = PROJECT_ROOT / "tables"
+TABLES_DIR = config.TABLES_DIR
 
 KINDS = ("machines", "ceiling", "quantization", "versions", "software", "concurrency", "sources", "spread")
 PICKS = ("latest", "best", "median")
