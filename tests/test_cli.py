@@ -4,7 +4,6 @@ import copy
 import hashlib
 import json
 
-import pytest
 
 from conftest import run_cli, write_jsonl
 

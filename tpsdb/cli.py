@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import csv
 import gc
-import io
 import json
 import sys
 from collections import Counter

@@ -289,19 +289,19 @@ def _check_model(r: Record, reasons: list[str]) -> None:
     m = r.model
     if not (m.name and m.name.strip()):
         reasons.append(Reason.missing("model.name"))
-    for field, convert in (("params_b", _params_b), ("active_params_b", _params_b), ("file_size_gb", _size_gb)):
-        value = getattr(m, field)
+    for attr, convert in (("params_b", _params_b), ("active_params_b", _params_b), ("file_size_gb", _size_gb)):
+        value = getattr(m, attr)
         if value is None:
-            if field != "active_params_b":
-                reasons.append(Reason.missing(f"model.{field}"))
+            if attr != "active_params_b":
+                reasons.append(Reason.missing(f"model.{attr}"))
             continue
-        number = convert(value, f"model.{field}", reasons)
+        number = convert(value, f"model.{attr}", reasons)
         if number is not None and number <= 0:
-            reasons.append(Reason.bad(f"model.{field}", "not positive"))
+            reasons.append(Reason.bad(f"model.{attr}", "not positive"))
         if number is not None and not isinstance(value, float):  # setattr on a pydantic model is costly
-            setattr(m, field, number)
+            setattr(m, attr, number)
         elif number is None:
-            setattr(m, field, None)
+            setattr(m, attr, None)
     if isinstance(m.params_b, float) and isinstance(m.active_params_b, float) and m.active_params_b > m.params_b:
         reasons.append(Reason.bad("model.active_params_b", "larger than params_b"))
     if isinstance(m.params_b, float) and isinstance(m.file_size_gb, float) and m.params_b > 0:

@@ -308,7 +308,7 @@ def held_fixed(conn: Connection, d: Definition, varies: Mapping[str, str]) -> li
     if "software" in f:
         software_text = _listing(f["software"]) + (
             f" {_listing(f['software_version'])}" if "software_version" in f
-            else f"; version varies (shown per row; the pick rule chooses)")
+            else "; version varies (shown per row; the pick rule chooses)")
     elif "software_version" in f:
         software_text = f"version {_listing(f['software_version'])}"
     length_parts = []
