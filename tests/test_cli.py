@@ -7,7 +7,8 @@ import json
 
 from conftest import run_cli, write_jsonl
 
-COMMANDS = ["init", "summary", "export-seed", "reference", "validate", "add", "export", "query"]
+COMMANDS = ["init", "summary", "export-seed", "reference", "validate", "add", "export", "query", "ingest", "refresh",
+            "sources", "reparse"]  # tables, publish, ceiling: tests/test_publish.py
 
 
 def many_records(record, n):
