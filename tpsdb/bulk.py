@@ -1,4 +1,4 @@
-"""Bulk add: records are parsed and validated in a worker process while this one writes to the database.
+"""Reading record files: records are parsed and validated in worker processes while this one writes.
 
 Validation (Pydantic + the six-field checks) and the writes cost about the same per record; on two cores,
 doing them side by side nearly doubles `tpsdb add` on large files. Small files stay in one process.
@@ -45,9 +45,10 @@ def _prepare_items(items: list) -> list[Prepared]:
 
 
 def prepared_records(name: str, text: str, bandwidths: dict[str, float]) -> Iterator[Prepared]:
-    """Every record of a JSON or JSONL text, validated, in file order (a worker process for large files).
+    """Every record of a JSON or JSONL text, validated, in file order (worker processes for large files).
 
-    The file is read as `record.parse_records` reads it: one JSON value (an object or a list), else JSONL.
+    The one reader of record files (`add` and `validate`): one JSON value (an object or a list), else JSONL,
+    whose blank lines are skipped; a line that is not JSON refuses the whole file, naming the line.
     """
     try:
         data = json.loads(text) if text.strip() else []

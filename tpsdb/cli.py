@@ -20,7 +20,7 @@ from . import cli_publish, config, db
 from .cli_common import DbOption, fail, open_db
 from .models import Hardware, Measurement, Model, ModelFile, Rejection, Source, Status
 from .query import QueryError, render, run_readonly
-from .record import RecordFileError, Via, parse_records, validate
+from .record import RecordFileError, Via
 from .reference import ReferenceError, load_reference
 from .bulk import prepared_records
 from .store import Store, iter_measurement_records, iter_rejections
@@ -39,13 +39,6 @@ def read_text(path: Path) -> str:
         fail(f"{path}: {error.strerror}")
     except UnicodeDecodeError:
         fail(f"{path}: not UTF-8 text")
-
-
-def load_candidates(path: Path) -> list:
-    try:
-        return parse_records(read_text(path), str(path))
-    except RecordFileError as error:
-        fail(f"{error}; nothing was stored")
 
 
 # ----------------------------------------------------------------------------------------------- database
@@ -141,16 +134,17 @@ def validate_cmd(
 
     Exit status: 0 when every record is accepted, 1 when any is rejected, 2 on unreadable input.
     """
-    bandwidths = _reference_bandwidths(db_url)
-    bandwidth_of = bandwidths.get if bandwidths is not None else None
+    bandwidths = _reference_bandwidths(db_url) or {}
     rejected = total = 0
-    for path in files:
-        for index, candidate in enumerate(load_candidates(path)):
-            total += 1
-            outcome = validate(candidate, bandwidth_of=bandwidth_of)
-            if not outcome.accepted:
-                rejected += 1
-                typer.echo(f"{path}[{index}]: " + "; ".join(outcome.reasons))
+    try:
+        for path in files:
+            for index, prepared in enumerate(prepared_records(str(path), read_text(path), bandwidths)):
+                total += 1
+                if prepared.reasons:
+                    rejected += 1
+                    typer.echo(f"{path}[{index}]: " + "; ".join(prepared.reasons))
+    except RecordFileError as error:
+        fail(str(error))
     typer.echo(f"{total - rejected} accepted, {rejected} rejected", err=True)
     raise typer.Exit(1 if rejected else 0)
 

@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-import hashlib
 from collections import Counter
 from datetime import date, datetime, timezone
 from pathlib import Path
 
-from sqlmodel import Session, select
+from sqlmodel import Session
 
 from .collect.benchfiles import FORMATS, extract_bench_file
 from .collect.extract import PostContext
-from .models import Snapshot
-from .store import Provenance, Store
+from .store import Provenance, Store, archive_snapshot
 
 
 class IngestError(ValueError):
@@ -46,7 +44,8 @@ def ingest_files(session: Session, files: list[Path], *, source_url: str, hardwa
             data = path.read_bytes()
         except OSError as error:
             raise IngestError(f"{path}: {error.strerror}") from None
-        snapshot = _archive(session, source.id, path, source_url, data, now)
+        snapshot = archive_snapshot(session, source_id=source.id, fetched_url=path.resolve().as_uri(),
+                                    canonical_url=source_url, body=data, retrieved_at=now, content_type="text/plain")
         ctx = PostContext(permalink=source_url, retrieved_at=retrieved, published_at=published, author=None,
                           protocol={})
         try:
@@ -62,15 +61,3 @@ def ingest_files(session: Session, files: list[Path], *, source_url: str, hardwa
     store.flush()
     return counts
 
-
-def _archive(session: Session, source_id: int, path: Path, source_url: str, data: bytes, now: datetime) -> Snapshot:
-    sha = hashlib.sha256(data).hexdigest()
-    fetched_url = path.resolve().as_uri()
-    snapshot = session.exec(select(Snapshot).where(Snapshot.source_id == source_id, Snapshot.fetched_url == fetched_url,
-                                                   Snapshot.sha256 == sha)).first()
-    if snapshot is None:
-        snapshot = Snapshot(source_id=source_id, fetched_url=fetched_url, canonical_url=source_url, sha256=sha,
-                            body=data, content_type="text/plain", retrieved_at=now)
-        session.add(snapshot)
-        session.flush()
-    return snapshot

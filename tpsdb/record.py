@@ -7,7 +7,6 @@ and every cause is spelled by one function of `Reason` below, so the same cause 
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 from datetime import date, datetime, timezone
@@ -410,25 +409,4 @@ def _check_ceiling(r: Record, reasons: list[str], bandwidth_of: BandwidthLookup 
 
 
 class RecordFileError(ValueError):
-    """A file of records that is not JSON or JSONL: refused whole, with the line at fault."""
-
-
-def parse_records(text: str, name: str = "<input>") -> list[Any]:
-    """Records from JSON (one object or a list) or JSONL (one object per line)."""
-    stripped = text.strip()
-    if not stripped:
-        return []
-    try:
-        data = json.loads(stripped)
-        return data if isinstance(data, list) else [data]
-    except json.JSONDecodeError as error:
-        if stripped[0] == "[":
-            raise RecordFileError(f"{name}:{error.lineno}: not JSON ({error.msg})") from error
-    items: list[Any] = []
-    for lineno, line in enumerate(text.splitlines(), 1):
-        if line.strip():
-            try:
-                items.append(json.loads(line))
-            except json.JSONDecodeError as error:
-                raise RecordFileError(f"{name}:{lineno}: not JSON ({error.msg})") from error
-    return items
+    """A file of records that is not JSON or JSONL: refused whole, with the line at fault (see tpsdb.bulk)."""

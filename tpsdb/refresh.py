@@ -18,7 +18,7 @@ from datetime import date, datetime, timedelta, timezone
 from pathlib import Path
 from typing import Callable, Iterator
 
-from sqlalchemy import Engine, update
+from sqlalchemy import Engine, func, update
 from sqlmodel import Session, select
 
 from . import config
@@ -29,7 +29,7 @@ from .collect.github import posts_from_graphql, posts_from_html_page
 from .collect.http import Cached, FetchError, Fetched, PoliteSession
 from .models import Measurement, Post, RefreshRun, Rejection, Snapshot, Source, Status
 from .sources import SourceSpec
-from .store import Provenance, Store
+from .store import Provenance, Store, archive_snapshot
 
 Progress = Callable[[str], None]
 GITHUB_GRAPHQL = "https://api.github.com/graphql"  # the canonical address of GraphQL answers, whoever served them
@@ -184,15 +184,10 @@ class _Archive:
             self.chain.append(before)  # same bytes: nothing to archive again
             return
         self.unchanged = False
-        snap = self.session.exec(select(Snapshot).where(
-            Snapshot.source_id == self.source.id, Snapshot.fetched_url == fetched.url, Snapshot.sha256 == sha)).first()
-        if snap is None:
-            snap = Snapshot(source_id=self.source.id, fetched_url=fetched.url, canonical_url=key, sha256=sha,
-                            body=fetched.body, http_status=fetched.status, etag=fetched.etag,
-                            last_modified=fetched.last_modified, content_type=fetched.headers.get("content-type"),
-                            page_index=len(self.chain), retrieved_at=fetched.retrieved_at)
-            self.session.add(snap)
-            self.session.flush()
+        snap = archive_snapshot(self.session, source_id=self.source.id, fetched_url=fetched.url, canonical_url=key,
+                                body=fetched.body, retrieved_at=fetched.retrieved_at, http_status=fetched.status,
+                                etag=fetched.etag, last_modified=fetched.last_modified,
+                                content_type=fetched.headers.get("content-type"), page_index=len(self.chain))
         self.chain.append(snap)
 
 
@@ -365,32 +360,37 @@ def _apply_candidates(session: Session, store: Store, source: Source, post: Post
 
 def _retire(session: Session, post_id: int, keep_figures: set[str], keep_rejections: set[str], status: Status) -> int:
     """Mark a post's active figures and rejections that are no longer read from it. Returns figures retired."""
-    retired = 0
-    for m in session.exec(select(Measurement).where(Measurement.post_id == post_id,
-                                                    Measurement.status == Status.active)):
-        if m.figure_key not in keep_figures:
-            m.status = status
-            session.add(m)
-            retired += 1
-    for r in session.exec(select(Rejection).where(Rejection.post_id == post_id, Rejection.status == Status.active)):
-        if r.candidate_key not in keep_rejections:
-            r.status = status
-            session.add(r)
-    session.flush()
+    plain = {"synchronize_session": False}  # one statement each; no loaded object reads these statuses again
+    retired = session.execute(update(Measurement).where(
+        Measurement.post_id == post_id, Measurement.status == Status.active,
+        Measurement.figure_key.not_in(keep_figures)).values(status=status), execution_options=plain).rowcount
+    session.execute(update(Rejection).where(
+        Rejection.post_id == post_id, Rejection.status == Status.active,
+        Rejection.candidate_key.not_in(keep_rejections)).values(status=status), execution_options=plain)
     return retired
+
+
+def _next_due(session: Session, source: Source | None, spec: SourceSpec) -> datetime | None:
+    """When the source is due again: its interval after its last successful run (None: never ran, due now)."""
+    run = last_good_run(session, source.id) if source else None
+    return run.finished_at + timedelta(hours=spec.refresh_interval_hours) if run else None
 
 
 def due_sources(engine: Engine, specs: dict[str, SourceSpec], now: datetime | None = None) -> list[str]:
     """Keys of the sources whose interval has passed since their last successful run (or that never ran)."""
     now = now or utcnow()
-    due = []
     with Session(engine) as session:
-        for key, spec in specs.items():
-            source = session.exec(select(Source).where(Source.url == spec.url)).first()
-            run = last_good_run(session, source.id) if source else None
-            if run is None or run.finished_at + timedelta(hours=spec.refresh_interval_hours) <= now:
-                due.append(key)
-    return due
+        return [key for key, spec in specs.items()
+                if (due := _next_due(session, _source_row(session, spec), spec)) is None or due <= now]
+
+
+def _source_row(session: Session, spec: SourceSpec) -> Source | None:
+    return session.exec(select(Source).where(Source.url == spec.url)).first()
+
+
+def _active_count(session: Session, model_cls, source_id: int) -> int:
+    return session.exec(select(func.count()).select_from(model_cls).where(
+        model_cls.source_id == source_id, model_cls.status == Status.active)).one()
 
 
 def source_status(engine: Engine, specs: dict[str, SourceSpec], now: datetime | None = None) -> list[dict]:
@@ -399,18 +399,10 @@ def source_status(engine: Engine, specs: dict[str, SourceSpec], now: datetime | 
     rows = []
     with Session(engine) as session:
         for key, spec in specs.items():
-            source = session.exec(select(Source).where(Source.url == spec.url)).first()
-            last = good = None
-            figures = rejections = 0
-            if source is not None:
-                last = session.exec(select(RefreshRun).where(RefreshRun.source_id == source.id)
-                                    .order_by(RefreshRun.id.desc())).first()
-                good = last_good_run(session, source.id)
-                figures = len(session.exec(select(Measurement.id).where(
-                    Measurement.source_id == source.id, Measurement.status == Status.active)).all())
-                rejections = len(session.exec(select(Rejection.id).where(
-                    Rejection.source_id == source.id, Rejection.status == Status.active)).all())
-            next_due = good.finished_at + timedelta(hours=spec.refresh_interval_hours) if good else None
+            source = _source_row(session, spec)
+            last = source and session.exec(select(RefreshRun).where(RefreshRun.source_id == source.id)
+                                           .order_by(RefreshRun.id.desc())).first()
+            next_due = _next_due(session, source, spec)
             rows.append({
                 "key": key,
                 "kind": spec.kind,
@@ -419,8 +411,8 @@ def source_status(engine: Engine, specs: dict[str, SourceSpec], now: datetime | 
                 "status": last.status if last else "never run",
                 "next_due": "now" if next_due is None or next_due <= now
                 else next_due.isoformat(sep=" ", timespec="minutes"),
-                "figures": figures,
-                "rejections": rejections,
+                "figures": _active_count(session, Measurement, source.id) if source else 0,
+                "rejections": _active_count(session, Rejection, source.id) if source else 0,
                 "url": spec.url,
             })
     return rows

@@ -16,7 +16,7 @@ from typing import Any, Iterator
 from sqlalchemy import Engine, update
 from sqlmodel import Session, select
 
-from .models import Hardware, Measurement, Model, ModelFile, Post, Rejection, Software, Source, Status
+from .models import Hardware, Measurement, Model, ModelFile, Post, Rejection, Snapshot, Software, Source, Status
 from .record import Outcome, Record, validate
 
 
@@ -76,6 +76,23 @@ class Provenance:
     snapshot_id: int | None = None
     slot: str | None = None
     extra_reasons: list[str] = field(default_factory=list)
+
+
+def archive_snapshot(session: Session, *, source_id: int, fetched_url: str, canonical_url: str, body: bytes,
+                     retrieved_at, **http) -> Snapshot:
+    """These bytes as fetched from this URL, stored once, before anything is parsed from them (raw first).
+
+    `http`: http_status, etag, last_modified, content_type, page_index when the bytes came over HTTP.
+    """
+    sha = hashlib.sha256(body).hexdigest()
+    snapshot = session.exec(select(Snapshot).where(Snapshot.source_id == source_id,
+                                                   Snapshot.fetched_url == fetched_url, Snapshot.sha256 == sha)).first()
+    if snapshot is None:
+        snapshot = Snapshot(source_id=source_id, fetched_url=fetched_url, canonical_url=canonical_url, sha256=sha,
+                            body=body, retrieved_at=retrieved_at, **http)
+        session.add(snapshot)
+        session.flush()
+    return snapshot
 
 
 @dataclass

@@ -285,12 +285,11 @@ def fetch_discussion_graphql(
     number: int,
     *,
     on_response: Callable[[Fetched], None],
-    previous: Callable[[str], Cached | None] = lambda url: None,
 ) -> list[Fetched]:
     """POST the discussion query, following comments' endCursor until hasNextPage is false.
 
-    `previous` is accepted for symmetry with the HTML transport but not used: GitHub's GraphQL endpoint has
-    no conditional requests, and all pages share one URL (Fetched.request_body tells them apart).
+    No conditional requests here: GitHub's GraphQL endpoint has none, and all pages share one URL
+    (Fetched.request_body tells them apart); the caller compares the bytes with its snapshots instead.
     """
     pages: list[Fetched] = []
     after: str | None = None
