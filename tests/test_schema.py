@@ -16,6 +16,24 @@ def test_models_and_migrations_agree(tmp_path):
     assert diff == []
 
 
+def test_the_revision_every_command_expects_is_the_newest_migration(tmp_path):
+    engine = db.make_engine(str(tmp_path / "r.sqlite"))
+    assert db.current_revision(engine) is None
+    db.migrate(engine)
+    assert db.SCHEMA_REVISION == db.head_revision(engine) == db.current_revision(engine)
+
+
+def test_a_database_at_another_revision_is_refused_with_the_fix(tmp_path):
+    path = tmp_path / "old.sqlite"
+    run_cli("init", "--no-seed", db=path)
+    engine = db.make_engine(str(path))
+    with engine.begin() as conn:
+        conn.exec_driver_sql("UPDATE alembic_version SET version_num = '0000'")
+    result = run_cli("summary", db=path, check=False)
+    assert result.returncode == 2
+    assert f"database is at revision 0000, code expects {db.SCHEMA_REVISION}: run `tpsdb init`" in result.stderr
+
+
 def test_migrated_database_has_the_views(tmp_path):
     engine = db.make_engine(str(tmp_path / "v.sqlite"))
     db.migrate(engine)

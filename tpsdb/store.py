@@ -11,17 +11,22 @@ import json
 import re
 from dataclasses import dataclass, field
 from datetime import date
-from typing import Any, Iterator
+from typing import Any, Iterator, NamedTuple
 
 from sqlalchemy import Engine, update
 from sqlmodel import Session, select
 
 from .models import Hardware, Measurement, Model, ModelFile, Post, Rejection, Snapshot, Software, Source, Status
-from .record import Outcome, Record, validate
+from .record import Outcome, Record, validate, validate_well_formed_json
+
+
+# One encoder for every call: json.dumps with options builds a new encoder each time, which cost a bulk add ~2 µs
+# per record.
+_CANONICAL = json.JSONEncoder(sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
 
 
 def canonical_json(data: Any) -> str:
-    return json.dumps(data, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
+    return _CANONICAL.encode(data)
 
 
 def natural_key(data: Any) -> str:
@@ -95,16 +100,21 @@ def archive_snapshot(session: Session, *, source_id: int, fetched_url: str, cano
     return snapshot
 
 
-@dataclass
-class Prepared:
+_NO_PROVENANCE = Provenance()  # never mutated
+
+
+class Prepared(NamedTuple):
     """A candidate after validation: everything the database needs that can be computed without it, so that
-    validation may run in another process than the writes (see `tpsdb add`)."""
+    validation may run in another process than the writes (see `tpsdb add`). A tuple: it crosses the process
+    boundary by the hundred thousand, and a tuple pickles at half the cost of a dataclass."""
 
     key: str
     reasons: list[str]  # empty when accepted
     columns: tuple  # the row's own columns, in MEASUREMENT_COLUMNS or REJECTION_COLUMNS order
-    refs: tuple | None = None  # accepted: (hardware, memory_gb, gpu_cores, model, params_b, active_params_b,
-    #                                      file_size_gb, quantization, software, version)
+    # accepted: what names its hardware, model file and software, as three tuples (one cache key each):
+    # ((hardware, memory_gb, gpu_cores), (model, params_b, active_params_b, file_size_gb, quantization),
+    #  (software, version))
+    refs: tuple | None = None
 
 
 def prepare(candidate: Any, *, bandwidth_of=None, today: date | None = None,
@@ -113,10 +123,25 @@ def prepare(candidate: Any, *, bandwidth_of=None, today: date | None = None,
     reasons = [*extra_reasons, *outcome.reasons]
     if reasons:
         return Prepared(natural_key(candidate), reasons, _rejection_columns(candidate, reasons))
-    r = outcome.record
+    return _accepted(outcome.record)
+
+
+def prepare_json(text: str, *, bandwidth_of=None, today: date | None = None) -> Prepared:
+    """prepare() of one JSON text (a line of a JSONL file). A valid record never becomes a dict: pydantic parses
+    it from the text. Anything else takes the path of prepare(json.loads(text)), which names every reason.
+
+    Raises json.JSONDecodeError when the text is not JSON.
+    """
+    outcome = validate_well_formed_json(text, bandwidth_of=bandwidth_of, today=today)
+    if outcome is not None and outcome.accepted:
+        return _accepted(outcome.record)
+    return prepare(json.loads(text), bandwidth_of=bandwidth_of, today=today)
+
+
+def _accepted(r: Record) -> Prepared:
     m, h = r.model, r.hardware
-    refs = (h.name, h.memory_gb, h.gpu_cores, m.name, m.params_b, m.active_params_b, m.file_size_gb,
-            r.quantization, r.software.name, r.software.version)
+    refs = ((h.name, h.memory_gb, h.gpu_cores), (m.name, m.params_b, m.active_params_b, m.file_size_gb, r.quantization),
+            (r.software.name, r.software.version))
     return Prepared(hashlib.sha256(r.identity()).hexdigest(), [], _measurement_columns(r), refs)
 
 
@@ -185,42 +210,59 @@ class Store:
         self.today = today
         self._cache: dict[tuple, Any] = {}
         self._pending: dict[type, list[tuple]] = {}
+        self._rows: dict[type, dict[tuple, Any]] = {}
+        self._source_ids: dict[str, int] = {}
+        self._hardware_ids: dict[tuple, int] = {}
+        self._file_ids: dict[tuple, int] = {}
+        self._software_ids: dict[tuple, int] = {}
         self._pending_count = 0
 
     # ----------------------------------------------------------------------------------------- references
-    def _get_or_create(self, model_cls, key: tuple, lookup: dict, defaults: dict | None = None):
-        cache_key = (model_cls.__name__, key)
-        if cache_key in self._cache:
-            return self._cache[cache_key]
-        statement = select(model_cls)
-        for column, value in lookup.items():
-            statement = statement.where(getattr(model_cls, column) == value)
-        row = self.session.exec(statement).first()
+    def _get_or_create(self, model_cls, lookup: dict, defaults: dict | None = None):
+        """The row whose columns have these values (its natural key), created when missing.
+
+        The first call for a table loads all its rows: reference tables are small, and a bulk add creates
+        hundreds of references, which cost a SELECT each before.
+        """
+        rows = self._rows.get(model_cls)
+        if rows is None:
+            rows = self._rows[model_cls] = {
+                tuple(getattr(row, column) for column in lookup): row for row in self.session.exec(select(model_cls))
+            }
+        key = tuple(lookup.values())
+        row = rows.get(key)
         if row is None:
-            row = model_cls(**lookup, **(defaults or {}))
+            row = rows[key] = model_cls(**lookup, **(defaults or {}))
             self.session.add(row)
             self.session.flush()
-        self._cache[cache_key] = row
         return row
 
     def source_for(self, url: str, **defaults) -> Source:
+        return self._get_or_create(Source, {"url": source_home(url)}, defaults)
+
+    def _source_id(self, url: str) -> int:
         home = source_home(url)
-        return self._get_or_create(Source, (home,), {"url": home}, defaults)
+        source_id = self._source_ids.get(home)
+        if source_id is None:
+            source_id = self._source_ids[home] = self.source_for(home).id
+        return source_id
 
     def _ids(self, refs: tuple, size_source_url: str) -> tuple[int, int, int]:
-        """hardware, model file and software ids of a figure; the figures of one table share them, so cache."""
-        ids = self._cache.get(refs)
-        if ids is None:
-            name, memory_gb, gpu_cores, model, params_b, active_b, size_gb, quantization, software, version = refs
-            ids = self._cache[refs] = (
-                self.hardware(name, memory_gb, gpu_cores).id,
-                self.model_file(model, params_b, active_b, size_gb, quantization, size_source_url).id,
-                self.software(software, version).id,
-            )
-        return ids
+        """hardware, model file and software ids of a figure (see Prepared.refs); figures share them, so cache."""
+        hardware, model_file, software = refs
+        hardware_id = self._hardware_ids.get(hardware)
+        if hardware_id is None:
+            hardware_id = self._hardware_ids[hardware] = self.hardware(*hardware).id
+        file_id = self._file_ids.get(model_file)
+        if file_id is None:
+            file_id = self._file_ids[model_file] = self.model_file(*model_file, size_source_url).id
+        software_id = self._software_ids.get(software)
+        if software_id is None:
+            software_id = self._software_ids[software] = self.software(*software).id
+        return hardware_id, file_id, software_id
 
     def hardware(self, name: str, memory_gb: float | None = None, gpu_cores: int | None = None) -> Hardware:
-        row = self._get_or_create(Hardware, (name,), {"name": name})
+        row = self._get_or_create(Hardware, {"name": name})
         # A record may fill what the reference leaves empty, never overwrite it.
         if row.memory_gb is None and memory_gb is not None:
             row.memory_gb = memory_gb
@@ -237,20 +279,19 @@ class Store:
 
     def model_file(self, name: str, params_b: float, active_params_b: float | None, file_size_gb: float,
                    quantization: str, size_source_url: str | None) -> ModelFile:
-        model = self._get_or_create(Model, (name,), {"name": name},
+        model = self._get_or_create(Model, {"name": name},
                                     {"params_b": params_b, "active_params_b": active_params_b})
         if model.active_params_b is None and active_params_b is not None:
             model.active_params_b = active_params_b
         size_bytes = round(file_size_gb * 1e9)
         return self._get_or_create(
-            ModelFile, (model.id, quantization, size_bytes),
-            {"model_id": model.id, "quantization": quantization, "size_bytes": size_bytes},
+            ModelFile, {"model_id": model.id, "quantization": quantization, "size_bytes": size_bytes},
             {"size_source_url": size_source_url},
         )
 
     def software(self, name: str, version: str) -> Software:
         number, commit = parse_version(version)
-        return self._get_or_create(Software, (name, version), {"name": name, "version": version},
+        return self._get_or_create(Software, {"name": name, "version": version},
                                    {"build_number": number, "build_commit": commit})
 
     # ----------------------------------------------------------------------------------------------- put
@@ -273,32 +314,32 @@ class Store:
         return self.put_prepared(prepared, provenance)
 
     def put_prepared(self, prepared: Prepared, provenance: Provenance | None = None) -> PutResult:
-        p = provenance or Provenance()
-        if prepared.reasons:
-            outcome = self._queue(Rejection, "candidate_key", prepared.key,
-                                  lambda: self._rejection_row(prepared, p))
-        else:
-            outcome = self._queue(Measurement, "figure_key", prepared.key,
-                                  lambda: self._measurement_row(prepared, p))
-        return PutResult(outcome, key=prepared.key, reasons=prepared.reasons)
+        return PutResult(self._queue(prepared, provenance or _NO_PROVENANCE), prepared.key, prepared.reasons)
 
-    def _queue(self, model_cls, key_column: str, key: str, make_row) -> str:
+    def _queue(self, prepared: Prepared, p: Provenance) -> str:
+        """Queue the row of a new figure or rejection; says which of the four outcomes of PutResult it was."""
+        key = prepared.key
+        if prepared.reasons:
+            model_cls, key_column, kind = Rejection, "candidate_key", "rejected"
+        else:
+            model_cls, key_column, kind = Measurement, "figure_key", "accepted"
         known = self._known(model_cls, key_column)
-        kind = "accepted" if model_cls is Measurement else "rejected"
-        if key in known:
-            row_id, status = known[key]
-            if status == Status.active:
+        state = known.get(key)
+        if state is not None:
+            row_id, status = state
+            if status == ACTIVE:
                 return f"{kind}_unchanged"
             # A figure that comes back (an upstream edit undone) is live again, under its old id.
             self.flush()
             row_id = row_id or self.session.exec(
                 select(model_cls.id).where(getattr(model_cls, key_column) == key)).one()
-            self.session.execute(update(model_cls).where(model_cls.id == row_id).values(status=Status.active))
-            known[key] = (row_id, Status.active)
+            self.session.execute(update(model_cls).where(model_cls.id == row_id).values(status=ACTIVE))
+            known[key] = (row_id, ACTIVE)
             return kind
-        self._pending.setdefault(model_cls, []).append(make_row())
+        row = self._rejection_row(prepared, p) if prepared.reasons else self._measurement_row(prepared, p)
+        self._pending.setdefault(model_cls, []).append(row)
         self._pending_count += 1
-        known[key] = (None, Status.active)
+        known[key] = (None, ACTIVE)
         if self._pending_count >= BATCH:
             self.flush()
         return kind
@@ -324,15 +365,15 @@ class Store:
     def _measurement_row(self, prepared: Prepared, p: Provenance) -> tuple:
         url = prepared.columns[0]
         hardware_id, model_file_id, software_id = self._ids(prepared.refs, url)
-        source = p.source or self.source_for(url)
-        return (prepared.key, p.slot, hardware_id, model_file_id, software_id, source.id,
+        source_id = p.source.id if p.source else self._source_id(url)
+        return (prepared.key, p.slot, hardware_id, model_file_id, software_id, source_id,
                 p.post.id if p.post else None, p.snapshot_id, ACTIVE, None, *prepared.columns)
 
     def _rejection_row(self, prepared: Prepared, p: Provenance) -> tuple:
         url = prepared.columns[0]
         url_ok = isinstance(url, str) and url.startswith(("http://", "https://"))
-        source = p.source or (self.source_for(url) if url_ok else None)
-        return (prepared.key, p.slot, source.id if source else None, p.post.id if p.post else None,
+        source_id = p.source.id if p.source else (self._source_id(url) if url_ok else None)
+        return (prepared.key, p.slot, source_id, p.post.id if p.post else None,
                 p.snapshot_id, ACTIVE, *prepared.columns)
 
 
