@@ -159,18 +159,36 @@ MEASUREMENT_LINKS = ("figure_key", "slot", "hardware_id", "model_file_id", "soft
 REJECTION_LINKS = ("candidate_key", "slot", "source_id", "post_id", "snapshot_id", "status")
 
 
+_OPTIONS_JSON: dict[tuple, str] = {}
+
+
+def _options_json(options: dict) -> str:
+    """canonical_json(options), remembered: the figures of a file share a few option sets, and encoding one
+    cost a bulk add 2.7 µs per record against 0.5 µs for the lookup."""
+    try:
+        key = (*options.items(), *map(type, options.values()))  # types: 1, 1.0 and True are equal keys
+        text = _OPTIONS_JSON.get(key)
+    except TypeError:  # a list or a dict among the values
+        return canonical_json(options)
+    if text is None:
+        if len(_OPTIONS_JSON) > 10_000:
+            _OPTIONS_JSON.clear()
+        text = _OPTIONS_JSON[key] = canonical_json(options)
+    return text
+
+
 def _measurement_columns(r: Record) -> tuple:
     via = r.source.via or None
     return (
         r.source.url,
-        canonical_json(r.software.options),
-        str(r.phase),
+        _options_json(r.software.options),
+        r.phase.value,
         r.lengths.prompt_tokens,
         r.lengths.generated_tokens,
         r.lengths.context_depth or 0,
         r.concurrency.users,
-        str(r.concurrency.figure),
-        str(r.nature.kind),
+        r.concurrency.figure.value,
+        r.nature.kind.value,
         r.nature.procedure,
         r.nature.formula,
         canonical_json(r.nature.inputs) if r.nature.inputs else None,
@@ -211,6 +229,7 @@ class Store:
         self._cache: dict[tuple, Any] = {}
         self._pending: dict[type, list[tuple]] = {}
         self._rows: dict[type, dict[tuple, Any]] = {}
+        self._known_keys: dict[type, dict[str, tuple[int | None, str]]] = {}
         self._source_ids: dict[str, int] = {}
         self._hardware_ids: dict[tuple, int] = {}
         self._file_ids: dict[tuple, int] = {}
@@ -297,11 +316,11 @@ class Store:
     # ----------------------------------------------------------------------------------------------- put
     def _known(self, model_cls, key_column: str) -> dict[str, tuple[int | None, str]]:
         """Natural keys already stored, loaded once: a bulk add must not ask the database once per record."""
-        cache_key = ("known", model_cls.__name__)
-        if cache_key not in self._cache:
+        known = self._known_keys.get(model_cls)
+        if known is None:
             rows = self.session.exec(select(getattr(model_cls, key_column), model_cls.id, model_cls.status)).all()
-            self._cache[cache_key] = {k: (i, st) for k, i, st in rows}
-        return self._cache[cache_key]
+            known = self._known_keys[model_cls] = {k: (i, st) for k, i, st in rows}
+        return known
 
     def put(self, candidate: Any, provenance: Provenance | None = None) -> PutResult:
         """Validate one candidate and queue it as a measurement or a rejection; putting it again is a no-op.
