@@ -125,32 +125,68 @@ def test_validate_and_add_use_the_reference_bandwidth_for_the_ceiling(tmp_path, 
     assert "1 rejections added" in run_cli("add", str(path), db=seeded).stdout
 
 
-def test_large_files_are_validated_in_a_worker_process_with_the_same_results(tmp_path, empty_db, record):
-    from tpsdb.bulk import PARALLEL_MIN
+def records_for_bytes(record, size):
+    """Enough records (as many_records gives them) to fill `size` bytes of JSONL."""
+    return size // len(json.dumps(record)) + 1
 
-    records = many_records(record, PARALLEL_MIN + 500)
+
+def test_large_files_are_validated_in_worker_processes_with_the_same_results(tmp_path, empty_db, record):
+    from tpsdb.bulk import PARALLEL_MIN_BYTES
+
+    n = records_for_bytes(record, PARALLEL_MIN_BYTES) + 500
+    records = many_records(record, n)
     bad = copy.deepcopy(record)
     bad["quantization"] = "4-bit"
-    records.insert(PARALLEL_MIN // 2, bad)
+    records.insert(n // 2, bad)
     path = write_jsonl(tmp_path / "big.jsonl", records)
+    assert path.stat().st_size > PARALLEL_MIN_BYTES
     out = run_cli("add", str(path), db=empty_db).stdout
-    assert f"{PARALLEL_MIN + 500} measurements added" in out and "1 rejections added" in out
+    assert f"{n} measurements added" in out and "1 rejections added" in out
+    as_array = tmp_path / "array.sqlite"  # the same records as one JSON document
+    run_cli("init", "--no-seed", db=as_array)
+    document = tmp_path / "big.json"
+    document.write_text(json.dumps(records, indent=1), encoding="utf-8")
+    run_cli("add", str(document), db=as_array)
     small = tmp_path / "small.sqlite"  # the same records one file at a time below the threshold: same export
     run_cli("init", "--no-seed", db=small)
-    for start in range(0, len(records), PARALLEL_MIN - 1):
-        run_cli("add", str(write_jsonl(tmp_path / f"part{start}.jsonl", records[start:start + PARALLEL_MIN - 1])),
-                db=small)
-    assert run_cli("export", db=small).stdout == run_cli("export", db=empty_db).stdout
-    assert run_cli("export", "--rejections", db=small).stdout == run_cli("export", "--rejections", db=empty_db).stdout
+    per_file = records_for_bytes(record, PARALLEL_MIN_BYTES) // 2
+    for start in range(0, len(records), per_file):
+        run_cli("add", str(write_jsonl(tmp_path / f"part{start}.jsonl", records[start:start + per_file])), db=small)
+    for other in (as_array, small):
+        assert run_cli("export", db=other).stdout == run_cli("export", db=empty_db).stdout
+        assert run_cli("export", "--rejections", db=other).stdout == run_cli("export", "--rejections", db=empty_db).stdout
 
 
 def test_a_broken_line_in_a_large_file_stores_nothing(tmp_path, empty_db, record):
-    from tpsdb.bulk import PARALLEL_MIN
+    from tpsdb.bulk import PARALLEL_MIN_BYTES
 
-    lines = [json.dumps(r) for r in many_records(record, PARALLEL_MIN + 10)]
-    lines[PARALLEL_MIN + 3] = '{"source": '
+    lines = [json.dumps(r) for r in many_records(record, records_for_bytes(record, PARALLEL_MIN_BYTES) + 10)]
+    broken_at = len(lines) - 7
+    lines[broken_at] = '{"source": '
     path = tmp_path / "broken.jsonl"
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     result = run_cli("add", str(path), db=empty_db, check=False)
-    assert result.returncode == 2 and f"broken.jsonl:{PARALLEL_MIN + 4}: not JSON" in result.stderr
+    assert result.returncode == 2 and f"broken.jsonl:{broken_at + 1}: not JSON" in result.stderr
     assert run_cli("export", db=empty_db).stdout == ""
+    lines[broken_at] = json.dumps(record)[:-1] + ', "note": "caf\xe9"}'
+    path.write_bytes("\n".join(lines).encode("utf-8").replace(b"caf\xc3\xa9", b"caf\xe9"))  # Latin-1 on one line
+    result = run_cli("add", str(path), db=empty_db, check=False)
+    assert result.returncode == 2 and f"broken.jsonl:{broken_at + 1}: not UTF-8 text" in result.stderr
+    assert run_cli("export", db=empty_db).stdout == ""
+
+
+def test_record_files_in_every_layout(tmp_path, empty_db, record):
+    quoted = copy.deepcopy(record)
+    quoted["source"]["quote"] += " \u2028 \u2029 \x85"  # line separators inside a JSON string, written raw
+    pretty = tmp_path / "pretty.json"
+    pretty.write_text(json.dumps(record, indent=2), encoding="utf-8")
+    raw = tmp_path / "raw.jsonl"
+    raw.write_text("\n" + json.dumps(quoted, ensure_ascii=False) + "\r\n\n   \n" + json.dumps(record) + "\n",
+                   encoding="utf-8")
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text(" \n", encoding="utf-8")
+    assert "1 measurements added" in run_cli("add", str(pretty), db=empty_db).stdout
+    assert "1 measurements added, 1 already stored" in run_cli("add", str(raw), db=empty_db).stdout
+    assert "0 measurements added" in run_cli("add", str(empty), db=empty_db).stdout
+    exported = [json.loads(line) for line in run_cli("export", db=empty_db).stdout.split("\n") if line]
+    assert [r["source"]["quote"] for r in exported] == [record["source"]["quote"], quoted["source"]["quote"]]

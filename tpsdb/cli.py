@@ -32,13 +32,11 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
-def read_text(path: Path) -> str:
+def read_bytes(path: Path) -> bytes:
     try:
-        return path.read_text(encoding="utf-8")
+        return path.read_bytes()
     except OSError as error:
         fail(f"{path}: {error.strerror}")
-    except UnicodeDecodeError:
-        fail(f"{path}: not UTF-8 text")
 
 
 # ----------------------------------------------------------------------------------------------- database
@@ -138,7 +136,7 @@ def validate_cmd(
     rejected = total = 0
     try:
         for path in files:
-            for index, prepared in enumerate(prepared_records(str(path), read_text(path), bandwidths)):
+            for index, prepared in enumerate(prepared_records(str(path), read_bytes(path), bandwidths)):
                 total += 1
                 if prepared.reasons:
                     rejected += 1
@@ -183,7 +181,7 @@ def add(
         gc.disable()
         try:
             for path in files:
-                for index, prepared in enumerate(prepared_records(str(path), read_text(path), bandwidths), 1):
+                for index, prepared in enumerate(prepared_records(str(path), read_bytes(path), bandwidths), 1):
                     counts[store.put_prepared(prepared).outcome] += 1
                     if index % 20000 == 0:
                         typer.echo(f"{path}: {index} records", err=True)

@@ -307,23 +307,31 @@ def _check_hardware(r: Record, reasons: list[str]) -> None:
         reasons.append(Reason.bad("hardware.memory_bandwidth_gbs", "not positive"))
 
 
+_MODEL_QUANTITIES = (  # attribute, field path, unit conversion, required
+    ("params_b", "model.params_b", _params_b, True),
+    ("active_params_b", "model.active_params_b", _params_b, False),
+    ("file_size_gb", "model.file_size_gb", _size_gb, True),
+)
+
+
 def _check_model(r: Record, reasons: list[str]) -> None:
     m = r.model
     if not (m.name and m.name.strip()):
         reasons.append(Reason.missing("model.name"))
-    for attr, convert in (("params_b", _params_b), ("active_params_b", _params_b), ("file_size_gb", _size_gb)):
+    for attr, path, convert, required in _MODEL_QUANTITIES:
         value = getattr(m, attr)
         if value is None:
-            if attr != "active_params_b":
-                reasons.append(Reason.missing(f"model.{attr}"))
+            if required:
+                reasons.append(Reason.missing(path))
             continue
-        number = convert(value, f"model.{attr}", reasons)
-        if number is not None and number <= 0:
-            reasons.append(Reason.bad(f"model.{attr}", "not positive"))
-        if number is not None and not isinstance(value, float):  # setattr on a pydantic model is costly
-            setattr(m, attr, number)
-        elif number is None:
+        number = convert(value, path, reasons)
+        if number is None:
             setattr(m, attr, None)
+            continue
+        if number <= 0:
+            reasons.append(Reason.bad(path, "not positive"))
+        if value.__class__ is not float:  # setattr on a pydantic model is costly: only when the value changed
+            setattr(m, attr, number)
     if isinstance(m.params_b, float) and isinstance(m.active_params_b, float) and m.active_params_b > m.params_b:
         reasons.append(Reason.bad("model.active_params_b", "larger than params_b"))
     if isinstance(m.params_b, float) and isinstance(m.file_size_gb, float) and m.params_b > 0:
@@ -351,8 +359,11 @@ def _check_software(r: Record, reasons: list[str]) -> None:
         reasons.append(Reason.missing("software.name"))
     if not (r.software.version and r.software.version.strip()):
         reasons.append(Reason.missing("software.version"))
-    if list(r.software.options) != sorted(r.software.options):  # one spelling per figure: keys sorted
-        r.software.options = dict(sorted(r.software.options.items()))
+    options = r.software.options
+    if list(options) != sorted(options):  # one spelling per figure: keys sorted
+        ordered = sorted(options.items())
+        options.clear()  # in place: setattr on a pydantic model is costly
+        options.update(ordered)
 
 
 def _check_lengths(r: Record, reasons: list[str]) -> None:

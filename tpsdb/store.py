@@ -126,15 +126,17 @@ def prepare(candidate: Any, *, bandwidth_of=None, today: date | None = None,
     return _accepted(outcome.record)
 
 
-def prepare_json(text: str, *, bandwidth_of=None, today: date | None = None) -> Prepared:
+def prepare_json(text: str | bytes, *, bandwidth_of=None, today: date | None = None) -> Prepared:
     """prepare() of one JSON text (a line of a JSONL file). A valid record never becomes a dict: pydantic parses
     it from the text. Anything else takes the path of prepare(json.loads(text)), which names every reason.
 
-    Raises json.JSONDecodeError when the text is not JSON.
+    Raises json.JSONDecodeError when the text is not JSON, UnicodeDecodeError when bytes are not UTF-8.
     """
     outcome = validate_well_formed_json(text, bandwidth_of=bandwidth_of, today=today)
     if outcome is not None and outcome.accepted:
         return _accepted(outcome.record)
+    if isinstance(text, bytes):
+        text = text.decode("utf-8")
     return prepare(json.loads(text), bandwidth_of=bandwidth_of, today=today)
 
 
