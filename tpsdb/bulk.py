@@ -3,18 +3,24 @@
 Validation (Pydantic + the six-field checks) costs more per record than the write; on two cores, doing them side
 by side nearly halves `tpsdb add` on large files. Small files stay in one process.
 
-A JSONL file stays bytes: it is cut into ranges that end on a newline, and each worker splits and parses its own
-ranges, so the writer neither decodes nor splits 100,000 lines before the first record is stored.
+A JSONL file stays bytes, mapped from the file rather than read: it is cut into ranges that end on a newline, and
+each worker splits and parses its own ranges. The writer neither decodes nor splits 100,000 lines before the first
+record is stored, and its memory does not grow with the file.
 """
 
 from __future__ import annotations
 
 import gc
 import json
+import mmap
 import multiprocessing
 import os
+import re
 from concurrent.futures import ProcessPoolExecutor
-from itertools import chain
+from collections import deque
+from itertools import chain, islice
+from contextlib import contextmanager
+from pathlib import Path
 from typing import Iterator
 
 from .record import RecordFileError
@@ -23,18 +29,20 @@ from .store import Prepared, prepare, prepare_json
 RANGE_BYTES = 1 << 20  # JSONL bytes per task (~1,500 records of llama-bench size): cheap to send, quick to start
 RANGE_ITEMS = 1500  # the same for the items of a JSON array
 PARALLEL_MIN_BYTES = 2_000_000  # below this, starting two processes costs more than it saves
+WORKERS = 2
+IN_FLIGHT = 3 * WORKERS  # ranges handed out ahead of the writer: enough that no worker waits for the next one
 # Workers yield the CPU to the writer: the writer alone is the pace of an add, and at equal priority three busy
 # processes on two cores slowed its inserts by half (measured with bench/ingest.py).
 WORKER_NICENESS = 10
 
 # What a worker reads: set before the pool starts, so that a forked worker shares the file instead of receiving it.
 _name = ""
-_data = b""  # a JSONL file
+_data: bytes | mmap.mmap = b""  # a JSONL file
 _items: list | None = None  # or the items of a JSON document
 _bandwidths: dict[str, float] = {}
 
 
-def _load(name: str, data: bytes, items: list | None, bandwidths: dict[str, float], niceness: int = 0) -> None:
+def _load(name: str, data: bytes | mmap.mmap, items: list | None, bandwidths: dict[str, float], niceness: int = 0) -> None:
     global _name, _data, _items, _bandwidths
     _name, _data, _items, _bandwidths = name, data, items, bandwidths
     if niceness:
@@ -55,7 +63,7 @@ def _prepare_range(start: int, stop: int) -> list[tuple]:
             try:
                 prepared.append(prepare_json(line, bandwidth_of=_bandwidths.get))
             except (json.JSONDecodeError, UnicodeDecodeError) as error:
-                lineno = _data.count(b"\n", 0, start) + offset + 1
+                lineno = _data[:start].count(b"\n") + offset + 1
                 why = f"not JSON ({error.msg})" if isinstance(error, json.JSONDecodeError) else "not UTF-8 text"
                 raise RecordFileError(f"{_name}:{lineno}: {why}") from None
     else:
@@ -65,20 +73,34 @@ def _prepare_range(start: int, stop: int) -> list[tuple]:
             for key, reasons, columns, refs in prepared]
 
 
-def _document_items(name: str, data: bytes) -> list | None:
+@contextmanager
+def mapped(path: Path) -> Iterator[bytes | mmap.mmap]:
+    """The bytes of a file, mapped: read by the page, shared with forked workers. Raises OSError."""
+    with path.open("rb") as file:
+        if os.fstat(file.fileno()).st_size == 0:  # an empty file cannot be mapped
+            yield b""
+            return
+        with mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ) as data:
+            yield data
+
+
+_NON_SPACE = re.compile(rb"\S")
+
+
+def _document_items(name: str, data: bytes | mmap.mmap) -> list | None:
     """The items of a file that holds one JSON value (an object, or a list of them); None for JSONL."""
-    body = data.lstrip()
-    if not body:
+    first = _NON_SPACE.search(data)
+    if first is None:
         return []
-    first, newline, rest = body.partition(b"\n")
-    if not body.startswith(b"[") and newline and rest and not rest.isspace():
+    newline = data.find(b"\n", first.start())
+    if data[first.start():first.start() + 1] != b"[" and newline != -1 and _NON_SPACE.search(data, newline):
         try:
-            json.loads(first)
+            json.loads(data[first.start():newline])
             return None  # a whole value on the first line, and more lines: JSONL
         except ValueError:
             pass  # a value written over several lines
     try:
-        value = json.loads(data.decode("utf-8"))
+        value = json.loads(data[:].decode("utf-8"))
     except UnicodeDecodeError:
         raise RecordFileError(f"{name}: not UTF-8 text") from None
     except json.JSONDecodeError as error:
@@ -86,7 +108,7 @@ def _document_items(name: str, data: bytes) -> list | None:
     return value if isinstance(value, list) else [value]
 
 
-def _line_ranges(data: bytes) -> list[tuple[int, int]]:
+def _line_ranges(data: bytes | mmap.mmap) -> list[tuple[int, int]]:
     ranges, start = [], 0
     while start < len(data):
         newline = data.find(b"\n", start + RANGE_BYTES)
@@ -96,7 +118,7 @@ def _line_ranges(data: bytes) -> list[tuple[int, int]]:
     return ranges
 
 
-def prepared_records(name: str, data: bytes, bandwidths: dict[str, float]) -> Iterator[Prepared]:
+def prepared_records(name: str, data: bytes | mmap.mmap, bandwidths: dict[str, float]) -> Iterator[Prepared]:
     """Every record of a JSON or JSONL file, validated, in file order (worker processes for large files).
 
     The one reader of record files (`add` and `validate`): one JSON value (an object or a list), else JSONL,
@@ -111,7 +133,21 @@ def prepared_records(name: str, data: bytes, bandwidths: dict[str, float]) -> It
         _load(name, data, items, bandwidths)
         yield from map(Prepared._make, chain.from_iterable(_prepare_range(*r) for r in ranges))
         return
-    context = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else None)
-    with ProcessPoolExecutor(max_workers=2, mp_context=context, initializer=_load,
-                             initargs=(name, data, items, bandwidths, WORKER_NICENESS)) as pool:
-        yield from map(Prepared._make, chain.from_iterable(pool.map(_prepare_range, *zip(*ranges))))
+    fork = "fork" in multiprocessing.get_all_start_methods()
+    context = multiprocessing.get_context("fork" if fork else None)
+    shared = data if fork or isinstance(data, bytes) else data[:]  # a map is inherited by fork, never pickled
+    with ProcessPoolExecutor(max_workers=WORKERS, mp_context=context, initializer=_load,
+                             initargs=(name, shared, items, bandwidths, WORKER_NICENESS)) as pool:
+        yield from map(Prepared._make, chain.from_iterable(_in_order(pool, ranges)))
+
+
+def _in_order(pool: ProcessPoolExecutor, ranges: list[tuple[int, int]]) -> Iterator[list[tuple]]:
+    """The ranges' results in order, with at most IN_FLIGHT ranges handed out: pool.map would hand out all of
+    them at once, and the results of a fast worker would pile up in memory while the writer catches up."""
+    ranges_left = iter(ranges)
+    pending = deque(pool.submit(_prepare_range, *r) for r in islice(ranges_left, IN_FLIGHT))
+    while pending:
+        result = pending.popleft().result()
+        for r in islice(ranges_left, 1):
+            pending.append(pool.submit(_prepare_range, *r))
+        yield result

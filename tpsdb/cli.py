@@ -8,7 +8,7 @@ import json
 import sys
 from collections import Counter
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Iterator, Optional
 
 import typer
 from sqlalchemy import func
@@ -22,8 +22,8 @@ from .models import Hardware, Measurement, Model, ModelFile, Rejection, Source, 
 from .query import QueryError, render, run_readonly
 from .record import RecordFileError, Via
 from .reference import ReferenceError, load_reference
-from .bulk import prepared_records
-from .store import Store, iter_measurement_records, iter_rejections
+from .bulk import mapped, prepared_records
+from .store import Prepared, Store, iter_measurement_records, iter_rejections
 
 app = typer.Typer(
     help="tpsdb: LLM inference speed figures (tokens/s) kept with their six conditions and their provenance.",
@@ -32,9 +32,11 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
-def read_bytes(path: Path) -> bytes:
+def records_of(path: Path, bandwidths: dict[str, float]) -> Iterator[Prepared]:
+    """The records of one file, validated (see tpsdb.bulk); an unreadable file is a clear error."""
     try:
-        return path.read_bytes()
+        with mapped(path) as data:
+            yield from prepared_records(str(path), data, bandwidths)
     except OSError as error:
         fail(f"{path}: {error.strerror}")
 
@@ -136,7 +138,7 @@ def validate_cmd(
     rejected = total = 0
     try:
         for path in files:
-            for index, prepared in enumerate(prepared_records(str(path), read_bytes(path), bandwidths)):
+            for index, prepared in enumerate(records_of(path, bandwidths)):
                 total += 1
                 if prepared.reasons:
                     rejected += 1
@@ -181,7 +183,7 @@ def add(
         gc.disable()
         try:
             for path in files:
-                for index, prepared in enumerate(prepared_records(str(path), read_bytes(path), bandwidths), 1):
+                for index, prepared in enumerate(records_of(path, bandwidths), 1):
                     counts[store.put_prepared(prepared).outcome] += 1
                     if index % 20000 == 0:
                         typer.echo(f"{path}: {index} records", err=True)
