@@ -3,9 +3,16 @@
 import copy
 import hashlib
 import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
 
 
-from conftest import run_cli, write_jsonl
+from conftest import ROOT, run_cli, write_jsonl
 
 COMMANDS = ["init", "summary", "export-seed", "reference", "validate", "add", "export", "query", "ingest", "refresh",
             "sources", "reparse"]  # tables, publish, ceiling: tests/test_publish.py
@@ -190,3 +197,35 @@ def test_record_files_in_every_layout(tmp_path, empty_db, record):
     assert "0 measurements added" in run_cli("add", str(empty), db=empty_db).stdout
     exported = [json.loads(line) for line in run_cli("export", db=empty_db).stdout.split("\n") if line]
     assert [r["source"]["quote"] for r in exported] == [record["source"]["quote"], quoted["source"]["quote"]]
+
+
+def test_killing_a_large_add_leaves_no_worker_behind_and_stores_nothing(tmp_path, empty_db, record):
+    if not os.path.isdir("/proc/self"):
+        pytest.skip("finds the workers through /proc")
+    path = write_jsonl(tmp_path / "large.jsonl", many_records(record, 40_000))
+
+    def processes_of_this_add() -> list[int]:
+        found = []
+        for pid in filter(str.isdigit, os.listdir("/proc")):
+            try:
+                with open(f"/proc/{pid}/cmdline", "rb") as cmdline:
+                    if str(path).encode() in cmdline.read():
+                        found.append(int(pid))
+            except OSError:
+                continue  # gone meanwhile
+        return found
+
+    add = subprocess.Popen([sys.executable, "-m", "tpsdb", "add", str(path), "--db", str(empty_db)], cwd=ROOT,
+                           env={**os.environ, "PYTHONPATH": str(ROOT)}, stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 30
+    while len(processes_of_this_add()) < 3 and add.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert add.poll() is None, "the add ended before its workers could be seen"
+    os.kill(add.pid, signal.SIGKILL)
+    add.wait()
+    deadline = time.monotonic() + 10
+    while processes_of_this_add() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert processes_of_this_add() == []
+    assert run_cli("export", db=empty_db).stdout == ""

@@ -16,6 +16,8 @@ import mmap
 import multiprocessing
 import os
 import re
+import threading
+import time
 from concurrent.futures import ProcessPoolExecutor
 from collections import deque
 from itertools import chain, islice
@@ -42,12 +44,23 @@ _items: list | None = None  # or the items of a JSON document
 _bandwidths: dict[str, float] = {}
 
 
-def _load(name: str, data: bytes | mmap.mmap, items: list | None, bandwidths: dict[str, float], niceness: int = 0) -> None:
+def _load(name: str, data: bytes | mmap.mmap, items: list | None, bandwidths: dict[str, float]) -> None:
     global _name, _data, _items, _bandwidths
     _name, _data, _items, _bandwidths = name, data, items, bandwidths
-    if niceness:
-        os.nice(niceness)
-        gc.disable()  # records hold no reference cycles: the collector would only rescan them
+
+
+def _start_worker(parent: int, *what_to_read) -> None:
+    _load(*what_to_read)
+    os.nice(WORKER_NICENESS)
+    gc.disable()  # records hold no reference cycles: the collector would only rescan them
+    threading.Thread(target=_exit_with, args=(parent,), daemon=True).start()
+
+
+def _exit_with(parent: int) -> None:
+    """A worker whose writer was killed (kill -9, the OOM killer) would wait for work forever: it leaves too."""
+    while os.getppid() == parent:
+        time.sleep(0.5)
+    os._exit(1)
 
 
 def _prepare_range(start: int, stop: int) -> list[tuple]:
@@ -136,8 +149,8 @@ def prepared_records(name: str, data: bytes | mmap.mmap, bandwidths: dict[str, f
     fork = "fork" in multiprocessing.get_all_start_methods()
     context = multiprocessing.get_context("fork" if fork else None)
     shared = data if fork or isinstance(data, bytes) else data[:]  # a map is inherited by fork, never pickled
-    with ProcessPoolExecutor(max_workers=WORKERS, mp_context=context, initializer=_load,
-                             initargs=(name, shared, items, bandwidths, WORKER_NICENESS)) as pool:
+    with ProcessPoolExecutor(max_workers=WORKERS, mp_context=context, initializer=_start_worker,
+                             initargs=(os.getpid(), name, shared, items, bandwidths)) as pool:
         yield from map(Prepared._make, chain.from_iterable(_in_order(pool, ranges)))
 
 
