@@ -18,10 +18,10 @@ import os
 import re
 import threading
 import time
-from concurrent.futures import ProcessPoolExecutor
 from collections import deque
-from itertools import chain, islice
+from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
+from itertools import chain, islice
 from pathlib import Path
 from typing import Iterator
 

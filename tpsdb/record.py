@@ -262,7 +262,7 @@ def validate_well_formed_json(text: str | bytes, *, bandwidth_of: BandwidthLooku
 
 
 def check_record(record: Record, reasons: list[str], *, bandwidth_of: BandwidthLookup | None = None,
-          today: date | None = None) -> Outcome:
+                 today: date | None = None) -> Outcome:
     """The six required fields, units and plausibility, on a record whose structure pydantic has accepted."""
     today = today or datetime.now(timezone.utc).date()
     _check_source(record, reasons, today)

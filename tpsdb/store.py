@@ -105,8 +105,8 @@ _NO_PROVENANCE = Provenance()  # never mutated
 
 class Prepared(NamedTuple):
     """A candidate after validation: everything the database needs that can be computed without it, so that
-    validation may run in another process than the writes (see `tpsdb add`). A tuple: it crosses the process
-    boundary by the hundred thousand, and a tuple pickles at half the cost of a dataclass."""
+    validation may run in another process than the writes (see `tpsdb add`, and tpsdb.bulk, which sends it as a
+    plain tuple)."""
 
     key: str
     reasons: list[str]  # empty when accepted
@@ -184,13 +184,13 @@ def _measurement_columns(r: Record) -> tuple:
     return (
         r.source.url,
         _options_json(r.software.options),
-        r.phase.value,
+        str(r.phase),
         r.lengths.prompt_tokens,
         r.lengths.generated_tokens,
         r.lengths.context_depth or 0,
         r.concurrency.users,
-        r.concurrency.figure.value,
-        r.nature.kind.value,
+        str(r.concurrency.figure),
+        str(r.nature.kind),
         r.nature.procedure,
         r.nature.formula,
         canonical_json(r.nature.inputs) if r.nature.inputs else None,
