@@ -31,7 +31,9 @@ from .store import Prepared, prepare, prepare_json
 RANGE_BYTES = 1 << 20  # JSONL bytes per task (~1,500 records of llama-bench size): cheap to send, quick to start
 RANGE_ITEMS = 1500  # the same for the items of a JSON array
 PARALLEL_MIN_BYTES = 2_000_000  # below this, starting two processes costs more than it saves
-WORKERS = 2
+# One core for the writer, the others for validation; at least two workers, since validation is the larger share
+# (on two cores the writer and two niced workers share them); more than four would wait on the writer anyway.
+WORKERS = max(2, min(4, (os.cpu_count() or 2) - 1))
 IN_FLIGHT = 3 * WORKERS  # ranges handed out ahead of the writer: enough that no worker waits for the next one
 # Workers yield the CPU to the writer: the writer alone is the pace of an add, and at equal priority three busy
 # processes on two cores slowed its inserts by half (measured with bench/ingest.py).
