@@ -147,6 +147,9 @@ def test_large_files_are_validated_in_worker_processes_with_the_same_results(tmp
     records.insert(n // 2, bad)
     path = write_jsonl(tmp_path / "big.jsonl", records)
     assert path.stat().st_size > PARALLEL_MIN_BYTES
+    checked = run_cli("validate", str(path), check=False)
+    assert checked.returncode == 1
+    assert checked.stdout == f'{path}[{n // 2}]: quantization: not a named format ("4-bit")\n'
     out = run_cli("add", str(path), db=empty_db).stdout
     assert f"{n} measurements added" in out and "1 rejections added" in out
     as_array = tmp_path / "array.sqlite"  # the same records as one JSON document
