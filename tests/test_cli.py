@@ -232,3 +232,11 @@ def test_killing_a_large_add_leaves_no_worker_behind_and_stores_nothing(tmp_path
         time.sleep(0.1)
     assert processes_of_this_add() == []
     assert run_cli("export", db=empty_db).stdout == ""
+
+
+def test_commands_close_the_database_and_leave_no_write_ahead_log(tmp_path, record):
+    path = tmp_path / "closed.sqlite"
+    run_cli("init", "--no-seed", db=path)
+    run_cli("add", str(write_jsonl(tmp_path / "one.jsonl", [record])), db=path)
+    run_cli("summary", db=path)
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("closed.sqlite")) == ["closed.sqlite"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import weakref
 from datetime import date, datetime
 from pathlib import Path
 
@@ -21,6 +22,9 @@ SEED_TABLES = ("source", "hardware", "model", "model_file", "software", "post", 
 SEED_NULLED_COLUMNS = {"snapshot_id"}
 
 
+_engines: weakref.WeakSet[Engine] = weakref.WeakSet()
+
+
 class DatabaseError(Exception):
     """A database problem explained for the person at the keyboard."""
 
@@ -32,6 +36,7 @@ def make_engine(url: str | None = None) -> Engine:
         if path and path != ":memory:":
             Path(path).parent.mkdir(parents=True, exist_ok=True)
         engine = create_engine(url, connect_args={"timeout": 60})
+        _engines.add(engine)
 
         @event.listens_for(engine, "connect")
         def _sqlite_pragmas(dbapi_connection, _record):  # why: SQLite leaves foreign keys off by default
@@ -45,7 +50,16 @@ def make_engine(url: str | None = None) -> Engine:
             cursor.close()
 
         return engine
-    return create_engine(url, pool_pre_ping=True)
+    engine = create_engine(url, pool_pre_ping=True)
+    _engines.add(engine)
+    return engine
+
+
+def close_all() -> None:
+    """Close the connections of every engine made here: the last one to close a SQLite file folds its WAL back
+    in and removes it, which a connection left to the interpreter's exit may never do."""
+    for engine in list(_engines):
+        engine.dispose()
 
 
 def alembic_config(engine: Engine):
