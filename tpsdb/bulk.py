@@ -21,6 +21,7 @@ import time
 from collections import deque
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
+from datetime import datetime, timezone
 from itertools import chain, islice
 from pathlib import Path
 from typing import Iterator
@@ -69,6 +70,7 @@ def _prepare_range(start: int, stop: int) -> list[tuple]:
     """Records start..stop (bytes of a JSONL file, or items of a JSON document) prepared, as plain tuples whose
     equal refs are one object: they cross the process boundary at half the pickling cost of Prepared tuples
     (measured: 2.6 against 5.5 µs per record)."""
+    today = datetime.now(timezone.utc).date()  # once per range rather than once per record
     if _items is None:
         prepared = []
         # split on b"\n" only: a JSON string may hold U+2028, which str.splitlines() would take for a line break
@@ -76,13 +78,13 @@ def _prepare_range(start: int, stop: int) -> list[tuple]:
             if not line or line.isspace():
                 continue
             try:
-                prepared.append(prepare_json(line, bandwidth_of=_bandwidths.get))
+                prepared.append(prepare_json(line, bandwidth_of=_bandwidths.get, today=today))
             except (json.JSONDecodeError, UnicodeDecodeError) as error:
                 lineno = _data[:start].count(b"\n") + offset + 1
                 why = f"not JSON ({error.msg})" if isinstance(error, json.JSONDecodeError) else "not UTF-8 text"
                 raise RecordFileError(f"{_name}:{lineno}: {why}") from None
     else:
-        prepared = [prepare(candidate, bandwidth_of=_bandwidths.get) for candidate in _items[start:stop]]
+        prepared = [prepare(candidate, bandwidth_of=_bandwidths.get, today=today) for candidate in _items[start:stop]]
     shared: dict[tuple, tuple] = {}
     return [(key, reasons, columns, refs and tuple([shared.setdefault(ref, ref) for ref in refs]))
             for key, reasons, columns, refs in prepared]

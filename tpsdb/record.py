@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 from datetime import date, datetime, timezone
 from typing import Any, Callable
 
@@ -62,6 +63,7 @@ class Reason:
     above_ceiling = "tokens_per_second: above_ceiling"
 
 
+@lru_cache(maxsize=1024)  # a file names a handful of formats, once per record
 def named_quantization(value: str) -> str | None:
     """The canonical spelling of a quantization format name, or None when it is not a named format."""
     candidate = value.strip().upper().replace("-", "_").replace(" ", "_")
