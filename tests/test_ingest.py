@@ -37,6 +37,13 @@ def test_ingest_every_llama_bench_format(empty_db):
     assert len(by_source) == len(files) and all(r["n"] > 0 for r in by_source)
 
 
+def test_a_file_named_without_a_known_suffix_is_read_by_its_content(tmp_path, empty_db):
+    log = tmp_path / "run.log"
+    log.write_bytes((BENCH / "gb10-gpt-oss-20b.json").read_bytes())
+    result = run_cli("ingest", str(log), "--source-url", "https://example.org/run.log", db=empty_db)
+    assert "measurements added" in result.stdout and not result.stdout.startswith("0 measurements added")
+
+
 def test_ingest_refuses_bad_input_and_stores_nothing(tmp_path, empty_db):
     empty = tmp_path / "notes.md"
     empty.write_text("no benchmark output here\n", encoding="utf-8")

@@ -17,7 +17,7 @@ from sqlmodel import Session, select
 from . import cli_publish, config, db
 # The refresh and ingest modules (requests, lxml, the extractors) are imported inside their commands, so that the
 # other commands start without them.
-from .cli_common import DbOption, fail, open_db
+from .cli_common import DbOption, check_choice, fail, open_db
 from .models import Hardware, Measurement, Model, ModelFile, Rejection, Source, Status
 from .query import QueryError, render, run_readonly
 from .record import RecordFileError, Via
@@ -152,13 +152,19 @@ def validate_cmd(
 def _reference_bandwidths(db_url: str | None) -> dict[str, float] | None:
     """Hardware name -> bandwidth from an existing database (never creates one); None when there is none."""
     url = config.database_url(db_url)
-    if url.startswith("sqlite") and not Path(url.split("///", 1)[-1]).exists():
+    path = db.sqlite_path(url)
+    if url.startswith("sqlite") and not (path and Path(path).exists()):
         return None
     engine = db.make_engine(url)
     try:
         db.require_schema(engine)
     except db.DatabaseError:
         return None
+    return _bandwidths(engine)
+
+
+def _bandwidths(engine) -> dict[str, float]:
+    """Hardware name -> bandwidth, for the ceiling check of records validated away from the database."""
     with Session(engine) as session:
         rows = session.exec(select(Hardware.name, Hardware.memory_bandwidth_gbs)).all()
     return {name: bandwidth for name, bandwidth in rows if bandwidth}
@@ -175,7 +181,7 @@ def add(
     """
     engine = open_db(db_url)
     counts: Counter = Counter()
-    bandwidths = _reference_bandwidths(db_url) or {}
+    bandwidths = _bandwidths(engine)
     with Session(engine) as session:
         store = Store(session)
         # Records and rows hold no reference cycles; the cyclic GC would only rescan every object a bulk add
@@ -193,10 +199,13 @@ def add(
             fail(f"{error}; nothing was stored")
         finally:
             gc.enable()
-    typer.echo(
-        f"{counts['accepted']} measurements added, {counts['accepted_unchanged']} already stored; "
-        f"{counts['rejected']} rejections added, {counts['rejected_unchanged']} already stored"
-    )
+    typer.echo(_stored_line(counts))
+
+
+def _stored_line(counts: Counter) -> str:
+    """What `add` and `ingest` say they stored (counts of Store.put outcomes)."""
+    return (f"{counts['accepted']} measurements added, {counts['accepted_unchanged']} already stored; "
+            f"{counts['rejected']} rejections added, {counts['rejected_unchanged']} already stored")
 
 
 def _flatten(record: dict, prefix: str = "") -> dict:
@@ -221,8 +230,7 @@ def export(
 
     `export | add` into an empty database then `export` again gives the same bytes.
     """
-    if fmt not in ("jsonl", "csv"):
-        fail(f"--format: {fmt!r} is not one of jsonl, csv")
+    check_choice("--format", fmt, ("jsonl", "csv"))
     engine = open_db(db_url)
     items = iter_rejections(engine) if rejections else iter_measurement_records(engine, all_statuses)
     out = sys.stdout
@@ -251,8 +259,7 @@ def query(
 
     Views: measurement_full (one row spells a figure out), rejection_full, measurement_history.
     """
-    if fmt not in ("table", "csv", "json"):
-        fail(f"--format: {fmt!r} is not one of table, csv, json")
+    check_choice("--format", fmt, ("table", "csv", "json"))
     try:
         columns, rows = run_readonly(sql, db_url)
     except QueryError as error:
@@ -407,8 +414,7 @@ def ingest(
             session.commit()
     except IngestError as error:
         fail(str(error))
-    typer.echo(f"{counts['accepted']} measurements added, {counts['accepted_unchanged']} already stored; "
-               f"{counts['rejected']} rejections added, {counts['rejected_unchanged']} already stored")
+    typer.echo(_stored_line(counts))
 
 
 

@@ -20,6 +20,12 @@ def fail(message: str, code: int = 2) -> None:
     raise typer.Exit(code)
 
 
+def check_choice(option: str, value: str, choices) -> None:
+    """Refuse an option value outside its choices, listing them."""
+    if value not in choices:
+        fail(f"{option}: {value!r} is not one of {', '.join(choices)}")
+
+
 def open_db(url: str | None):
     """An engine on a database whose schema is at head, or a clear exit saying to run `tpsdb init`."""
     engine = db.make_engine(url)

@@ -12,7 +12,7 @@ from typing import Annotated, Optional
 import typer
 from sqlmodel import Session
 
-from .cli_common import DbOption, fail, open_db
+from .cli_common import DbOption, check_choice, fail, open_db
 from .config import TABLES_DIR
 
 # tpsdb.publish (Jinja2, matplotlib) is imported inside the commands: every other command starts faster.
@@ -45,10 +45,9 @@ def tables(
     each measured cell has a footnote with its source URL and retrieval date; columns marked calc. are computed.
     A table with no validated measurement still prints, with a note saying so.
     """
-    from .publish.render import EXTENSIONS, FORMATS, render, render_many
+    from .publish.render import FORMATS, render, render_many
 
-    if fmt not in FORMATS:
-        fail(f"--format: {fmt!r} is not one of {', '.join(FORMATS)}")
+    check_choice("--format", fmt, FORMATS)
     definitions = _definitions(tables_dir, names)
     engine = open_db(db_url)
     from .publish.tables import build_tables
@@ -59,7 +58,7 @@ def tables(
         return
     out.mkdir(parents=True, exist_ok=True)
     for table in built:
-        path = out / f"{table.definition.name}.{EXTENSIONS[fmt]}"
+        path = out / f"{table.definition.name}.{fmt}"
         path.write_text(render(table, fmt), encoding="utf-8")
         typer.echo(f"wrote {path}" + (" (no validated measurement yet)" if table.empty else ""), err=True)
 
@@ -96,8 +95,7 @@ def ceiling(
     A mixture-of-experts model reads its active share of the file per token. Exit status 2, naming the input, when
     the bandwidth or the file size is unknown.
     """
-    if fmt not in ("text", "json"):
-        fail(f"--format: {fmt!r} is not one of text, json")
+    check_choice("--format", fmt, ("text", "json"))
     engine = open_db(db_url)
     from .publish import ceiling as ceiling_logic
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import weakref
 from datetime import date, datetime
 from pathlib import Path
@@ -29,14 +28,20 @@ class DatabaseError(Exception):
     """A database problem explained for the person at the keyboard."""
 
 
+def sqlite_path(url: str) -> str | None:
+    """The file of a SQLite URL; None for another database or an in-memory one."""
+    if not url.startswith("sqlite"):
+        return None
+    path = url.split("///", 1)[-1]
+    return path if path and path != ":memory:" else None
+
+
 def make_engine(url: str | None = None) -> Engine:
     url = config.database_url(url)
     if url.startswith("sqlite"):
-        path = url.split("///", 1)[-1]
-        if path and path != ":memory:":
+        if path := sqlite_path(url):
             Path(path).parent.mkdir(parents=True, exist_ok=True)
         engine = create_engine(url, connect_args={"timeout": 60})
-        _engines.add(engine)
 
         @event.listens_for(engine, "connect")
         def _sqlite_pragmas(dbapi_connection, _record):  # why: SQLite leaves foreign keys off by default
@@ -48,9 +53,8 @@ def make_engine(url: str | None = None) -> Engine:
             # (~15% of the insert time at 100,000 records). An upper bound: SQLite takes the pages as needed.
             cursor.execute("PRAGMA cache_size=-65536")
             cursor.close()
-
-        return engine
-    engine = create_engine(url, pool_pre_ping=True)
+    else:
+        engine = create_engine(url, pool_pre_ping=True)
     _engines.add(engine)
     return engine
 
@@ -123,8 +127,6 @@ def _sql_literal(value) -> str:
         value = value.isoformat(sep=" ")
     elif isinstance(value, date):
         value = value.isoformat()
-    elif isinstance(value, (dict, list)):
-        value = json.dumps(value, sort_keys=True, ensure_ascii=False)
     return "'" + str(value).replace("'", "''") + "'"
 
 

@@ -49,7 +49,7 @@ def ingest_files(session: Session, files: list[Path], *, source_url: str, hardwa
         ctx = PostContext(permalink=source_url, retrieved_at=retrieved, published_at=published, author=None,
                           protocol={})
         try:
-            candidates = extract_bench_file(data, fmt or path.suffix.lstrip(".").lower() or None, ctx, hardware)
+            candidates = extract_bench_file(data, fmt, ctx, hardware, suffix=path.suffix.lstrip(".").lower())
         except ValueError as error:
             raise IngestError(f"{path}: {error}") from None
         if not candidates:

@@ -13,6 +13,7 @@ from sqlalchemy import create_engine, text
 from sqlalchemy.exc import DBAPIError
 
 from . import config
+from .db import sqlite_path
 
 
 class QueryError(Exception):
@@ -22,7 +23,7 @@ class QueryError(Exception):
 def run_readonly(sql: str, db: str | None = None) -> tuple[list[str], list[tuple]]:
     url = config.database_url(db)
     if url.startswith("sqlite"):
-        path = url.split("///", 1)[-1]
+        path = sqlite_path(url) or ":memory:"
         try:
             # mode=ro: SQLite itself refuses every write, so no statement parsing is trusted for safety.
             conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)

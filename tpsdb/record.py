@@ -15,10 +15,9 @@ from typing import Any, Callable
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from .collect.llamabench import GIB_IN_GB, MIB_IN_GB  # the units llama-bench prints, defined once
 from .models import Figure, NatureKind, Phase
 
-GIB_IN_GB = 1.073741824  # 2**30 / 10**9
-MIB_IN_GB = 0.001048576
 
 # Format names as the tools print them. A name matching none of these ("4-bit", "8 bits", "int4?") is refused:
 # the bit count alone does not say which kernels and which bytes per weight were used.
@@ -178,16 +177,25 @@ BandwidthLookup = Callable[[str], float | None]
 _QUANTITY = re.compile(r"^\s*([0-9][0-9,]*(?:\.[0-9]+)?)\s*([A-Za-z]*)\s*$")
 
 
+_SIZE_UNITS = {"GB": 1.0, "G": 1.0, "GIB": GIB_IN_GB, "MB": 0.001, "MIB": MIB_IN_GB, "TB": 1000.0}
+_PARAM_UNITS = {"B": 1.0, "M": 0.001, "K": 0.000001, "T": 1000.0}
+
+
+def _quantity(value: str, field: str, reasons: list[str], units: dict[str, float], hint: str,
+              ndigits: int) -> float | None:
+    """A number written with its unit ("59.02 GiB", "116,830 M"), in the unit whose factor is 1."""
+    match = _QUANTITY.match(value)
+    if not match or match.group(2).upper() not in units:
+        reasons.append(Reason.bad(field, f'unknown unit in "{value}" ({hint})'))
+        return None
+    return round(float(match.group(1).replace(",", "")) * units[match.group(2).upper()], ndigits)
+
+
 def _size_gb(value: float | str, field: str, reasons: list[str]) -> float | None:
     """Decimal GB from a number (already GB) or a string with its unit: GB, GiB, MB, MiB."""
     if isinstance(value, (int, float)):
         return float(value)
-    match = _QUANTITY.match(value)
-    factors = {"GB": 1.0, "G": 1.0, "GIB": GIB_IN_GB, "MB": 0.001, "MIB": MIB_IN_GB, "TB": 1000.0}
-    if not match or match.group(2).upper() not in factors:
-        reasons.append(Reason.bad(field, f'unknown unit in "{value}" (use GB, GiB, MB or MiB)'))
-        return None
-    return round(float(match.group(1).replace(",", "")) * factors[match.group(2).upper()], 4)
+    return _quantity(value, field, reasons, _SIZE_UNITS, "use GB, GiB, MB or MiB", 4)
 
 
 def _params_b(value: float | str, field: str, reasons: list[str]) -> float | None:
@@ -197,12 +205,7 @@ def _params_b(value: float | str, field: str, reasons: list[str]) -> float | Non
             reasons.append(Reason.bad(field, f"{value:g} is not in billions (looks like millions or a raw count)"))
             return None
         return float(value)
-    match = _QUANTITY.match(value)
-    factors = {"B": 1.0, "M": 0.001, "K": 0.000001, "T": 1000.0}
-    if not match or match.group(2).upper() not in factors:
-        reasons.append(Reason.bad(field, f'unknown unit in "{value}" (use B or M)'))
-        return None
-    return round(float(match.group(1).replace(",", "")) * factors[match.group(2).upper()], 6)
+    return _quantity(value, field, reasons, _PARAM_UNITS, "use B or M", 6)
 
 
 # ------------------------------------------------------------------------------------------------ validation
@@ -425,14 +428,15 @@ def _check_value(r: Record, reasons: list[str]) -> None:
         reasons.append(Reason.bad("stddev", "negative"))
 
 
+def read_share(params_b: float | None, active_params_b: float | None) -> float:
+    """The share of the file read per token: all of it for a dense model, the active share for a mixture of experts."""
+    return active_params_b / params_b if params_b and active_params_b else 1.0
+
+
 def ceiling_tokens_per_second(bandwidth_gbs: float, file_size_gb: float, params_b: float | None = None,
                               active_params_b: float | None = None) -> float:
-    """The computed maximum of one user's generation speed: bandwidth / bytes read per token.
-
-    A dense model reads its whole file per token; a mixture-of-experts model reads about its active share.
-    """
-    share = active_params_b / params_b if params_b and active_params_b else 1.0
-    return bandwidth_gbs / (file_size_gb * share)
+    """The computed maximum of one user's generation speed: bandwidth / bytes read per token."""
+    return bandwidth_gbs / (file_size_gb * read_share(params_b, active_params_b))
 
 
 def _check_ceiling(r: Record, reasons: list[str], bandwidth_of: BandwidthLookup | None) -> None:

@@ -131,7 +131,7 @@ def last_good_run(session: Session, source_id: int) -> RefreshRun | None:
 
 def sync_source(session: Session, spec: SourceSpec) -> Source:
     """The source's row, created or brought in line with its file."""
-    row = session.exec(select(Source).where(Source.url == spec.url)).first() or Source(url=spec.url)
+    row = _source_row(session, spec) or Source(url=spec.url)
     changes = {"key": spec.key, "kind": spec.kind, "title": spec.title, "licence": spec.licence,
                "refresh_interval_hours": spec.refresh_interval_hours}
     if row.id is None or any(getattr(row, k) != v for k, v in changes.items()):
@@ -215,7 +215,6 @@ def refresh_source(engine: Engine, spec: SourceSpec, *, session_factory: Callabl
             else:
                 fetch_discussion_html(http, config.github_url(), owner, repo, number,
                                       on_response=archive.on_response, previous=archive.cached)
-            summary.requests, summary.not_modified = http.requests_made, http.not_modified
             chain_ids = [snap.id for snap in archive.chain]
             if archive.unchanged and len(archive.chain) == archive.previous_count:
                 summary.status = "unchanged"  # nothing to parse, nothing to write
@@ -225,11 +224,8 @@ def refresh_source(engine: Engine, spec: SourceSpec, *, session_factory: Callabl
                                 today=today, force=False)
                 session.commit()
                 summary.status = "ok"
-    except (FetchError, PageFormatError) as error:
-        summary.status, summary.error = "failed", str(error)
-        chain_ids = None
     except Exception as error:  # a parser bug must fail this source, not the whole command
-        summary.status, summary.error = "failed", f"{type(error).__name__}: {error}"
+        summary.status, summary.error = "failed", _failure(error)
         chain_ids = None
     finally:
         http.close()
@@ -237,6 +233,11 @@ def refresh_source(engine: Engine, spec: SourceSpec, *, session_factory: Callabl
         summary.duration_s = round(time.monotonic() - started, 3)
         _finish_run(engine, run_id, summary, chain_ids)
     return summary
+
+
+def _failure(error: Exception) -> str:
+    """What a failed run says: the message of a fault we expect, the type too for anything else (a bug)."""
+    return str(error) if isinstance(error, (FetchError, PageFormatError)) else f"{type(error).__name__}: {error}"
 
 
 def reparse_source(engine: Engine, spec: SourceSpec, *, progress: Progress = lambda message: None,
@@ -256,9 +257,9 @@ def reparse_source(engine: Engine, spec: SourceSpec, *, progress: Progress = lam
             apply_snapshots(session, source, spec, chain, run.transport, summary, today=today, force=True)
             session.commit()
             summary.status = "ok"
-        except (PageFormatError, ValueError) as error:
+        except Exception as error:  # as in refresh_source: one source's failure, not the command's
             session.rollback()
-            summary.status, summary.error = "failed", str(error)
+            summary.status, summary.error = "failed", _failure(error)
     summary.duration_s = round(time.monotonic() - started, 3)
     return summary
 
@@ -315,7 +316,6 @@ def apply_snapshots(session: Session, source: Source, spec: SourceSpec, chain: l
             session.add(row)
             summary.withdrawn += _retire(session, row.id, set(), set(), Status.withdrawn)
     store.flush()
-    session.flush()
 
 
 def _upsert_post(session: Session, source: Source, row: Post | None, fetched: FetchedPost, snap: Snapshot,

@@ -127,17 +127,19 @@ def prepare(candidate: Any, *, bandwidth_of=None, today: date | None = None,
 
 
 def prepare_json(text: str | bytes, *, bandwidth_of=None, today: date | None = None) -> Prepared:
-    """prepare() of one JSON text (a line of a JSONL file). A valid record never becomes a dict: pydantic parses
-    it from the text. Anything else takes the path of prepare(json.loads(text)), which names every reason.
+    """prepare() of one JSON text (a line of a JSONL file). pydantic parses a well-formed record from the text;
+    the dict is read only for what a rejection stores, and a text pydantic refuses takes the path of
+    prepare(json.loads(text)), which names every reason.
 
     Raises json.JSONDecodeError when the text is not JSON, UnicodeDecodeError when bytes are not UTF-8.
     """
     outcome = validate_well_formed_json(text, bandwidth_of=bandwidth_of, today=today)
     if outcome is not None and outcome.accepted:
         return _accepted(outcome.record)
-    if isinstance(text, bytes):
-        text = text.decode("utf-8")
-    return prepare(json.loads(text), bandwidth_of=bandwidth_of, today=today)
+    candidate = json.loads(text.decode("utf-8") if isinstance(text, bytes) else text)
+    if outcome is None:
+        return prepare(candidate, bandwidth_of=bandwidth_of, today=today)
+    return Prepared(natural_key(candidate), outcome.reasons, _rejection_columns(candidate, outcome.reasons))
 
 
 def _accepted(r: Record) -> Prepared:
@@ -228,7 +230,6 @@ class Store:
     def __init__(self, session: Session, today: date | None = None):
         self.session = session
         self.today = today
-        self._cache: dict[tuple, Any] = {}
         self._pending: dict[type, list[tuple]] = {}
         self._rows: dict[type, dict[tuple, Any]] = {}
         self._known_keys: dict[type, dict[str, tuple[int | None, str]]] = {}
@@ -245,11 +246,7 @@ class Store:
         The first call for a table loads all its rows: reference tables are small, and a bulk add creates
         hundreds of references, which cost a SELECT each before.
         """
-        rows = self._rows.get(model_cls)
-        if rows is None:
-            rows = self._rows[model_cls] = {
-                tuple(getattr(row, column) for column in lookup): row for row in self.session.exec(select(model_cls))
-            }
+        rows = self._table(model_cls, tuple(lookup))
         key = tuple(lookup.values())
         row = rows.get(key)
         if row is None:
@@ -257,6 +254,16 @@ class Store:
             self.session.add(row)
             self.session.flush()
         return row
+
+    def _table(self, model_cls, key_columns: tuple[str, ...]) -> dict[tuple, Any]:
+        """All rows of a reference table by their natural key, loaded on first use."""
+        rows = self._rows.get(model_cls)
+        if rows is None:
+            rows = self._rows[model_cls] = {
+                tuple(getattr(row, column) for column in key_columns): row
+                for row in self.session.exec(select(model_cls))
+            }
+        return rows
 
     def source_for(self, url: str, **defaults) -> Source:
         return self._get_or_create(Source, {"url": source_home(url)}, defaults)
@@ -292,11 +299,8 @@ class Store:
         return row
 
     def bandwidth_of(self, name: str) -> float | None:
-        cache_key = ("bandwidth", name)
-        if cache_key not in self._cache:
-            row = self.session.exec(select(Hardware).where(Hardware.name == name)).first()
-            self._cache[cache_key] = row.memory_bandwidth_gbs if row else None
-        return self._cache[cache_key]
+        row = self._table(Hardware, ("name",)).get((name,))
+        return row.memory_bandwidth_gbs if row else None
 
     def model_file(self, name: str, params_b: float, active_params_b: float | None, file_size_gb: float,
                    quantization: str, size_source_url: str | None) -> ModelFile:

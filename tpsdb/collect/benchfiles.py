@@ -26,10 +26,12 @@ FORMATS = ("json", "jsonl", "csv", "sql", "md", "txt")
 SQL_TABLES = ("test", "llama_bench")  # llama-bench's own table name, and the one compare-llama-bench uses
 
 
-def extract_bench_file(path_or_bytes, fmt: str | None, ctx: PostContext, hardware: str | None) -> list[Candidate]:
-    """Candidates from one llama-bench output file (a path, or its bytes with `fmt` or a sniffable content)."""
+def extract_bench_file(path_or_bytes, fmt: str | None, ctx: PostContext, hardware: str | None,
+                       suffix: str | None = None) -> list[Candidate]:
+    """Candidates from one llama-bench output file: a path, or its bytes with their file name's `suffix` if any.
+    Without `fmt`, a known suffix names the format, else the content does."""
     if isinstance(path_or_bytes, (bytes, bytearray)):
-        data, suffix = bytes(path_or_bytes), None
+        data = bytes(path_or_bytes)
     else:
         path = Path(path_or_bytes)
         data, suffix = path.read_bytes(), path.suffix.lstrip(".").lower()
@@ -124,6 +126,9 @@ def _sql_rows(text: str) -> list[tuple[dict, str]]:
     return rows
 
 
+_SQL_TOKEN = re.compile(r"[^,)\s]+")
+
+
 def _sql_values(text: str, position: int) -> tuple[list, int]:
     """The values of `VALUES (...)` from position: 'quoted strings' ('' escapes a quote), numbers, NULL."""
     values: list = []
@@ -146,7 +151,7 @@ def _sql_values(text: str, position: int) -> tuple[list, int]:
                 position = quote + 1
                 break
         else:
-            token = re.match(r"[^,)\s]+", text[position:])[0]
+            token = _SQL_TOKEN.match(text, position)[0]  # from position: no copy of the rest of the file
             values.append(None if token.upper() == "NULL" else token)
             position += len(token)
 

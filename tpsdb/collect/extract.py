@@ -598,12 +598,6 @@ class ModelRow:
     backend: str | None
 
 
-def _model_row(cells: dict[str, str]) -> ModelRow:
-    label, quant = lb.split_model_label(cells.get("model", ""))
-    return ModelRow(label, quant, lb.parse_params_b(cells.get("params", "")),
-                    lb.parse_size_gb(cells.get("size", "")), cells.get("backend") or None)
-
-
 def _row_cells(table: Table, row: list[str]) -> dict[str, str]:
     return {h.strip().lower(): (row[k] if k < len(row) else "") for k, h in enumerate(table.header)}
 

@@ -18,12 +18,12 @@ from urllib.parse import urljoin
 
 from lxml import etree
 
-from tpsdb.collect.extract import body_html_of, drop_element, inner_html, parse_body, parse_page
+from tpsdb.collect.extract import body_html_of, drop_element, parse_body, parse_page
 from tpsdb.collect.http import Cached, Fetched, FetchError, PoliteSession
 
 __all__ = [
     "Cached", "PageFormatError", "Post", "canonical_url", "discussion_url", "fetch_discussion_graphql",
-    "fetch_discussion_html", "next_page_url", "normalize_body_html", "posts_from_graphql", "posts_from_html",
+    "fetch_discussion_html", "next_page_url", "posts_from_graphql", "posts_from_html",
 ]
 
 GITHUB = "https://github.com"
@@ -123,16 +123,6 @@ _POST_IDS = etree.XPath("//@id[starts-with(., 'discussion')]")
 # class token -> (the tag it must have, or None; what it is to the post): td.comment-body, .Truncate-text, ...
 _HOOKS = {"comment-body": ("td", "body"), "js-comment-edit-history": (None, "edit_history"),
           "minimized-comment": (None, "minimized"), "Truncate-text": (None, "truncate"), "author": ("a", "author")}
-
-
-def normalize_body_html(fragment: str) -> str:
-    """One serialization for a body, whichever transport served it, so that its hash only changes on an edit.
-
-    (Parsing lower-cases attribute names and re-escapes text; GraphQL's bodyHTML and the page's td.comment-body
-    differ in such details only.) Both are serialized by libxml2 from a parsed tree: GraphQL's from the fragment
-    parsed on its own, the page's straight from the page's tree (td.comment-body), not parsed a second time.
-    """
-    return inner_html(parse_body(fragment))
 
 
 def posts_from_html(pages: list[bytes], owner: str, repo: str, number: int) -> list[Post]:

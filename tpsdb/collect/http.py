@@ -97,7 +97,6 @@ class PoliteSession:
         max_backoff_s: float = 30.0,
         on_request: Callable[[str], None] | None = None,
     ):
-        self.user_agent = user_agent
         # Connecting should be quick even when producing the page is not.
         self.timeout = (min(timeout_s, 10.0), timeout_s)
         self.pause_s = pause_s

@@ -156,15 +156,15 @@ def split_model_label(label: str) -> tuple[str | None, str | None]:
 # --------------------------------------------------------------------------------------------- build lines
 _BUILD_PATTERNS = [
     # llama-bench footer "build: 2f68ce7cf (6918)", also "llama.cpp build e9fd8dc (7825)"
-    (re.compile(r"\bbuild:?\s+(?P<commit>[0-9a-f]{6,40})\s*\((?P<number>\d+)\)"), True),
+    re.compile(r"\bbuild:?\s+(?P<commit>[0-9a-f]{6,40})\s*\((?P<number>\d+)\)"),
     # "build b6767 (5acd45546)"
-    (re.compile(r"\bbuild:?\s+b(?P<number>\d{3,5})\s*\((?P<commit>[0-9a-f]{6,40})\)"), True),
+    re.compile(r"\bbuild:?\s+b(?P<number>\d{3,5})\s*\((?P<commit>[0-9a-f]{6,40})\)"),
     # llama-cli --version: "version: 6918 (2f68ce7cf)"
-    (re.compile(r"\bversion:\s*(?P<number>\d{3,5})\s*\((?P<commit>[0-9a-f]{6,40})\)"), True),
-    (re.compile(r"\bbuild:?\s+b(?P<number>\d{3,5})\b"), True),
-    (re.compile(r"\bllama\.cpp\s+b(?P<number>\d{3,5})\b"), True),
+    re.compile(r"\bversion:\s*(?P<number>\d{3,5})\s*\((?P<commit>[0-9a-f]{6,40})\)"),
+    re.compile(r"\bbuild:?\s+b(?P<number>\d{3,5})\b"),
+    re.compile(r"\bllama\.cpp\s+b(?P<number>\d{3,5})\b"),
     # a benchmark run after "git checkout 8e672efe" ran that commit
-    (re.compile(r"\bgit\s+checkout\s+(?P<commit>[0-9a-f]{7,40})\b"), False),
+    re.compile(r"\bgit\s+checkout\s+(?P<commit>[0-9a-f]{7,40})\b"),
 ]
 
 
@@ -181,7 +181,7 @@ def parse_build(line: str) -> str | None:
     """The llama.cpp version a line states, or None."""
     if "build" not in line and "version:" not in line and "llama.cpp" not in line and "checkout" not in line:
         return None  # what each pattern needs: most lines state no version
-    for pattern, _ in _BUILD_PATTERNS:
+    for pattern in _BUILD_PATTERNS:
         match = pattern.search(line)
         if match:
             groups = match.groupdict()

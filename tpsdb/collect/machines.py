@@ -5,8 +5,8 @@
 machine it names, or None. Names that say nothing about the chip ("NVIDIA Graphics Device", "AMD Radeon Graphics")
 and hosts (a CPU, a Raspberry Pi, "Strix Halo") are deliberately not matched: a wrong machine is worse than none.
 
-`hardware_mentions` finds every machine named in a text, with its position, and `devices_from_log` reads the
-device lines that llama.cpp and nvidia-smi print (several identical GPUs become "8x NVIDIA A100 80GB PCIe").
+`hardware_mentions` finds every machine named in a text, with its position; `device_on_line` and
+`devices_hardware` read the device lines that llama.cpp and nvidia-smi print (several identical GPUs become "8x NVIDIA A100 80GB PCIe").
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@
 - ceiling.py: the computed maximum of one model file on one machine (`tpsdb ceiling`).
 """
 
-from .definitions import TABLES_DIR, Definition, DefinitionError, load_definitions
+from .definitions import Definition, DefinitionError, load_definitions
 from .tables import Table, build_table, build_tables
 
-__all__ = ["TABLES_DIR", "Definition", "DefinitionError", "Table", "build_table", "build_tables", "load_definitions"]
+__all__ = ["Definition", "DefinitionError", "Table", "build_table", "build_tables", "load_definitions"]

@@ -19,7 +19,8 @@ from dataclasses import asdict, dataclass, field
 from sqlmodel import Session, select
 
 from ..models import Hardware, Model, ModelFile
-from ..record import ceiling_tokens_per_second, named_quantization
+from ..record import ceiling_tokens_per_second, named_quantization, read_share
+from .tables import fmt_number as _n
 
 
 class CeilingError(ValueError):
@@ -47,7 +48,7 @@ class Ceiling:
 
     @property
     def read_share(self) -> float:
-        return self.active_params_b / self.params_b if self.params_b and self.active_params_b else 1.0
+        return read_share(self.params_b, self.active_params_b)
 
 
 def _suggest(name: str, known: list[str]) -> str:
@@ -105,14 +106,10 @@ def compute(session: Session, hardware: str, model: str, quantization: str, user
                 result.notes.append(
                     f"mixture of experts: if the {users} users need different experts, up to {worst:.0%} of the file "
                     f"is read per step and the aggregate bound falls to "
-                    f"{machine.memory_bandwidth_gbs / (size_gb * worst) * users:.2f} tokens/s")
+                    f"{ceiling_tokens_per_second(machine.memory_bandwidth_gbs, size_gb * worst) * users:.2f} tokens/s")
             result.notes.append("the context (KV cache) of each user needs memory on top of the file; not counted here")
         results.append(result)
     return results
-
-
-def _n(value: float) -> str:
-    return f"{value:.2f}".rstrip("0").rstrip(".")
 
 
 def format_text(results: list[Ceiling]) -> str:

@@ -34,8 +34,6 @@ from typing import Any
 
 from .. import config
 
-TABLES_DIR = config.TABLES_DIR
-
 KINDS = ("machines", "ceiling", "quantization", "versions", "software", "concurrency", "sources", "spread")
 PICKS = ("latest", "best", "median")
 
@@ -49,20 +47,9 @@ PICK_TEXT = {
 }
 TIES_TEXT = "Ties go to the fewest users, then the shortest context, then the figure stored last."
 
-# [fixed] keys and the measurement_full column each one is matched against.
-FIXED_COLUMNS = {
-    "hardware": "hardware",
-    "model": "model",
-    "quantization": "quantization",
-    "software": "software",
-    "software_version": "software_version",
-    "phase": "phase",
-    "prompt_tokens": "prompt_tokens",
-    "generated_tokens": "generated_tokens",
-    "context_depth": "context_depth",
-    "users": "users",
-    "figure": "figure",
-}
+# [fixed] keys: each is matched against the measurement_full column of the same name.
+FIXED_COLUMNS = ("hardware", "model", "quantization", "software", "software_version", "phase", "prompt_tokens",
+                 "generated_tokens", "context_depth", "users", "figure")
 _INT_KEYS = {"prompt_tokens", "generated_tokens", "context_depth", "users"}
 _ENUMS = {"phase": ("generation", "prompt", "end_to_end"), "figure": ("per_user", "aggregate")}
 
@@ -228,7 +215,7 @@ def load_definition(path: Path) -> Definition:
     return definition_from_dict(data, name, str(path), path)
 
 
-def load_definitions(directory: Path = TABLES_DIR) -> list[Definition]:
+def load_definitions(directory: Path = config.TABLES_DIR) -> list[Definition]:
     """Every tables/*.toml, in their `order` (then name). Two files may not give the same name."""
     if not directory.is_dir():
         raise DefinitionError(f"{directory}: no such directory of table definitions")

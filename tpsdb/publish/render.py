@@ -19,8 +19,7 @@ from markupsafe import Markup
 
 from .tables import NO_MEASUREMENT, Cell, Footnote, Table
 
-FORMATS = ("md", "html", "csv", "json")
-EXTENSIONS = {"md": "md", "html": "html", "csv": "csv", "json": "json"}
+FORMATS = ("md", "html", "csv", "json")  # each is also its files' extension
 
 
 def is_web_url(url: str | None) -> bool:

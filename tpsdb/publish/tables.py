@@ -16,7 +16,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from sqlalchemy import Connection, bindparam, text
 
-from ..record import ceiling_tokens_per_second
+from ..record import ceiling_tokens_per_second, read_share
 from .definitions import FIXED_COLUMNS, TIES_TEXT, Definition
 
 NO_MEASUREMENT = "No validated measurement matches this table's conditions yet: its measured cells are empty."
@@ -195,7 +195,9 @@ def _conditions(fixed: Mapping[str, Any], extra: Mapping[str, Any] | None = None
     params: dict[str, Any] = {}
     expanding = []
     for key, value in {**fixed, **(extra or {})}.items():
-        column = FIXED_COLUMNS[key]
+        if key not in FIXED_COLUMNS:  # the key becomes a column name in the SQL text
+            raise KeyError(f"fixed.{key} is not a measurement_full column tables filter on")
+        column = key
         name = f"p_{key}"
         if isinstance(value, (tuple, list)):
             clauses.append(f"{column} IN :{name}")
@@ -426,7 +428,7 @@ def build_machines(conn: Connection, d: Definition) -> Table:
                "tokens_per_second": _measured(notes, r)}
         if ceiling:
             max_tps = ceiling_tokens_per_second(bandwidth, size, params, active) if bandwidth and size else None
-            share = (active / params) if params and active else 1.0
+            share = read_share(params, active)
             formula = (f"{fmt_number(bandwidth)} GB/s ÷ ({fmt_number(size)} GB × {share:.4f} active share)"
                        if share != 1.0 else f"{fmt_number(bandwidth)} GB/s ÷ {fmt_number(size)} GB")
             row["ceiling_tps"] = _calc(max_tps, fmt_calc, f"{formula} = {fmt_calc(max_tps)} tokens/s")
@@ -441,7 +443,7 @@ def build_machines(conn: Connection, d: Definition) -> Table:
         if r is not None and bandwidth:
             points.append({"label": name, "bandwidth_gbs": bandwidth, "tokens_per_second": r["tokens_per_second"]})
             if not ceiling and size:
-                reads[round(size * ((active / params) if params and active else 1.0), 4)] += 1
+                reads[round(size * read_share(params, active), 4)] += 1
 
     table_notes = _common_notes(d, calc=ceiling)
     if ceiling:
@@ -681,8 +683,7 @@ def build_sources(conn: Connection, d: Definition) -> Table:
             "lengths": _text(fmt_lengths(r)),
             "concurrency": _text(fmt_concurrency(r)),
         })
-    varies = {"model": _listing(d.fixed["model"]) if "model" in d.fixed else "varies (shown per row)",
-              "concurrency": fmt_fixed_concurrency(d) or "varies (shown per row)"}
+    varies = {"model": _listing(d.fixed["model"]) if "model" in d.fixed else "varies (shown per row)"}
     table_notes = [f"One row per source; the example is {d.pick_text} among that source's qualifying figures "
                    f"(pick = \"{d.pick}\"). {TIES_TEXT} \"Figures\" counts them."]
     if d.pick_reason:
@@ -691,14 +692,6 @@ def build_sources(conn: Connection, d: Definition) -> Table:
         table_notes.append(f"Showing the {len(rows)} sources with the most figures, of {total}.")
     return _finish(d, columns, rows, held_fixed(conn, d, varies), table_notes, notes,
                    total=total if total > len(rows) else None)
-
-
-def fmt_fixed_concurrency(d: Definition) -> str | None:
-    if "users" not in d.fixed and "figure" not in d.fixed:
-        return None
-    users = fmt_users(d.fixed["users"]) if "users" in d.fixed else "users vary"
-    figure = d.fixed.get("figure", "per user or aggregate")
-    return f"{users}, {str(figure).replace('_', '-')} figure"
 
 
 # -------------------------------------------------------------------------------------------------- 8. spread
