@@ -25,7 +25,7 @@ from . import config
 from .collect.extract import PostContext, extract_post
 from .collect.github import PageFormatError, canonical_url, fetch_discussion_graphql, fetch_discussion_html
 from .collect.github import Post as FetchedPost
-from .collect.github import posts_from_graphql, posts_from_html_page
+from .collect.github import paged_posts_from_graphql, paged_posts_from_html
 from .collect.http import Cached, FetchError, Fetched, PoliteSession
 from .models import Measurement, Post, RefreshRun, Rejection, Snapshot, Source, Status
 from .sources import SourceSpec
@@ -143,23 +143,22 @@ def sync_source(session: Session, spec: SourceSpec) -> Source:
 
 
 # ----------------------------------------------------------------------------------------------- refresh
+def _snapshots(session: Session, ids: list[int]) -> list[Snapshot]:
+    """The snapshots of a run, in its page order (one query)."""
+    by_id = {snap.id: snap for snap in session.exec(select(Snapshot).where(Snapshot.id.in_(ids)))} if ids else {}
+    return [by_id[i] for i in ids]
+
+
 class _Archive:
     """Stores each response as a snapshot before anything reads it, and serves the previous ones."""
 
     def __init__(self, session: Session, source: Source, base_url: str):
         self.session, self.source, self.base_url = session, source, base_url
         self.chain: list[Snapshot] = []
-        self.unchanged = True
-        self.previous: dict[str, Snapshot] = {}
         run = last_good_run(session, source.id)
-        if run and run.snapshot_ids:
-            for snap_id in json.loads(run.snapshot_ids):
-                snap = session.get(Snapshot, snap_id)
-                self.previous[snap.canonical_url] = snap
-            self.previous_count = len(json.loads(run.snapshot_ids))
-        else:
-            self.previous_count = -1
-            self.unchanged = False
+        # the pages of the last good run, which a refresh that reads the same bytes again reproduces exactly
+        self.previous_ids: list[int] | None = json.loads(run.snapshot_ids) if run and run.snapshot_ids else None
+        self.previous = {snap.canonical_url: snap for snap in _snapshots(session, self.previous_ids or [])}
 
     def key(self, fetched: Fetched) -> str:
         """A page's identity: its canonical address (GraphQL: one URL, so the request body tells pages apart)."""
@@ -183,7 +182,6 @@ class _Archive:
         if before is not None and before.sha256 == sha:
             self.chain.append(before)  # same bytes: nothing to archive again
             return
-        self.unchanged = False
         snap = archive_snapshot(self.session, source_id=self.source.id, fetched_url=fetched.url, canonical_url=key,
                                 body=fetched.body, retrieved_at=fetched.retrieved_at, http_status=fetched.status,
                                 etag=fetched.etag, last_modified=fetched.last_modified,
@@ -216,7 +214,7 @@ def refresh_source(engine: Engine, spec: SourceSpec, *, session_factory: Callabl
                 fetch_discussion_html(http, config.github_url(), owner, repo, number,
                                       on_response=archive.on_response, previous=archive.cached)
             chain_ids = [snap.id for snap in archive.chain]
-            if archive.unchanged and len(archive.chain) == archive.previous_count:
+            if chain_ids == archive.previous_ids:
                 summary.status = "unchanged"  # nothing to parse, nothing to write
             else:
                 progress(f"{spec.key}: parsing {len(archive.chain)} pages")
@@ -251,7 +249,7 @@ def reparse_source(engine: Engine, spec: SourceSpec, *, progress: Progress = lam
         if run is None or not run.snapshot_ids:
             summary.status, summary.error = "failed", "no archived pages: run `tpsdb refresh` first"
             return summary
-        chain = [session.get(Snapshot, i) for i in json.loads(run.snapshot_ids)]
+        chain = _snapshots(session, json.loads(run.snapshot_ids))
         progress(f"{spec.key}: reparsing {len(chain)} archived pages")
         try:
             apply_snapshots(session, source, spec, chain, run.transport, summary, today=today, force=True)
@@ -267,18 +265,8 @@ def reparse_source(engine: Engine, spec: SourceSpec, *, progress: Progress = lam
 # ---------------------------------------------------------------------------------------- posts -> figures
 def _posts(chain: list[Snapshot], transport: str, spec: SourceSpec) -> list[tuple[FetchedPost, Snapshot]]:
     """The posts of a run's pages, each with the page (snapshot) it was read from."""
-    owner, repo, number = spec.discussion
-    out, seen = [], set()
-    for index, snap in enumerate(chain):
-        if transport == "graphql":  # every answer repeats the opening post: the first page's reading wins
-            posts = posts_from_graphql([snap.body], owner, repo, number)
-        else:
-            posts = posts_from_html_page(snap.body, owner, repo, number, first=index == 0)
-        for post in posts:
-            if post.external_id not in seen:  # pages may overlap: the first reading wins
-                seen.add(post.external_id)
-                out.append((post, snap))
-    return out
+    read = paged_posts_from_graphql if transport == "graphql" else paged_posts_from_html
+    return [(post, chain[index]) for index, post in read([snap.body for snap in chain], *spec.discussion)]
 
 
 def _date(value: str | None) -> datetime | None:

@@ -23,7 +23,8 @@ from tpsdb.collect.http import Cached, Fetched, FetchError, PoliteSession
 
 __all__ = [
     "Cached", "PageFormatError", "Post", "canonical_url", "discussion_url", "fetch_discussion_graphql",
-    "fetch_discussion_html", "next_page_url", "posts_from_graphql", "posts_from_html",
+    "fetch_discussion_html", "next_page_url", "paged_posts_from_graphql", "paged_posts_from_html", "posts_from_graphql",
+    "posts_from_html",
 ]
 
 GITHUB = "https://github.com"
@@ -127,10 +128,15 @@ _HOOKS = {"comment-body": ("td", "body"), "js-comment-edit-history": (None, "edi
 
 def posts_from_html(pages: list[bytes], owner: str, repo: str, number: int) -> list[Post]:
     """Every post of the thread: page 1 is the full page, the rest are the "Load more" fragments."""
-    posts: dict[str, Post] = {}
+    return [post for _, post in paged_posts_from_html(pages, owner, repo, number)]
+
+
+def paged_posts_from_html(pages: list[bytes], owner: str, repo: str, number: int) -> list[tuple[int, Post]]:
+    """Every post of the thread with the index of the page it was read from."""
+    posts: dict[str, tuple[int, Post]] = {}
     for index, page in enumerate(pages):
         for post in posts_from_html_page(page, owner, repo, number, first=index == 0):
-            posts.setdefault(post.external_id, post)  # pages may overlap: the first reading wins
+            posts.setdefault(post.external_id, (index, post))  # pages may overlap: the first reading wins
     return list(posts.values())
 
 
@@ -313,21 +319,27 @@ def _discussion(answer: dict, owner: str, repo: str, number: int) -> dict:
 
 def posts_from_graphql(pages: list[bytes], owner: str, repo: str, number: int) -> list[Post]:
     """Every post of the thread from the GraphQL answers, in the order the HTML pages show them."""
-    posts: dict[str, Post] = {}
+    return [post for _, post in paged_posts_from_graphql(pages, owner, repo, number)]
+
+
+def paged_posts_from_graphql(pages: list[bytes], owner: str, repo: str, number: int) -> list[tuple[int, Post]]:
+    """Every post of the thread with the index of the answer it was read from (each repeats the opening post:
+    the first answer's wins)."""
+    posts: dict[str, tuple[int, Post]] = {}
     for index, page in enumerate(pages):
         discussion = _discussion(json.loads(page), owner, repo, number)
         if index == 0:
-            posts["op"] = _post_from_node(discussion, owner, repo, number, "opening", None)
+            posts["op"] = (index, _post_from_node(discussion, owner, repo, number, "opening", None))
         for comment in discussion["comments"]["nodes"]:
             post = _post_from_node(comment, owner, repo, number, "comment", None)
-            posts.setdefault(post.external_id, post)
+            posts.setdefault(post.external_id, (index, post))
             replies = comment.get("replies") or {"nodes": [], "pageInfo": {}}
             if replies["pageInfo"].get("hasNextPage"):
                 # Not followed (more than 100 replies to one comment); fail loudly rather than drop replies.
                 raise PageFormatError(f"{post.permalink}: more than {len(replies['nodes'])} replies, not all read")
             for reply in replies["nodes"]:
                 reply_post = _post_from_node(reply, owner, repo, number, "reply", post.external_id)
-                posts.setdefault(reply_post.external_id, reply_post)
+                posts.setdefault(reply_post.external_id, (index, reply_post))
     return list(posts.values())
 
 
