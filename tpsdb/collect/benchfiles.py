@@ -37,11 +37,13 @@ def extract_bench_file(path_or_bytes, fmt: str | None, ctx: PostContext, hardwar
         data, suffix = path.read_bytes(), path.suffix.lstrip(".").lower()
     text = data.decode("utf-8-sig", errors="replace")
     fmt = (fmt or _format_of(suffix, text)).lower()
+    # the person ingesting the file knows the machine better than the file does: their name wins, canonicalised
+    hardware = (canonical_hardware(hardware) or hardware) if hardware else None
     if fmt in ("md", "markdown", "txt", "text"):
         candidates = extract_text(text, ctx)
-        if hardware:  # the person ingesting the file knows the machine better than the text around a table
+        if hardware:
             for candidate in candidates:
-                candidate.record["hardware"]["name"] = canonical_hardware(hardware) or hardware
+                candidate.record["hardware"]["name"] = hardware
         return candidates
     return [_candidate(row, quote, i, ctx, hardware) for i, (row, quote) in enumerate(rows_from_text(text, fmt))]
 
@@ -174,7 +176,7 @@ def _params_b(n_params) -> float | None:
 
 def _hardware(row: dict, stated: str | None) -> str | None:
     if stated:
-        return canonical_hardware(stated) or stated
+        return stated
     gpus = [g.strip() for g in str(row.get("gpu_info") or "").split(",") if g.strip()]
     return devices_hardware(gpus) if gpus else None
 

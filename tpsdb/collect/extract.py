@@ -30,7 +30,7 @@ from lxml import etree
 
 from tpsdb.collect import llamabench as lb
 from tpsdb.collect.machines import (
-    canonical_hardware, device_on_line, devices_hardware, hardware_mentions, hardware_patterns,
+    canonical_hardware, device_on_line, devices_hardware, hardware_mentions, hardware_patterns, may_name_device,
 )
 
 __all__ = ["Candidate", "PostContext", "extract_post", "extract_text", "model_name", "new_record"]
@@ -380,8 +380,8 @@ def read_clues(pieces: list[Piece], kinds: list[str | None]) -> list[Clue]:
         whole = "\n".join(lines)
         # What the piece may hold at all (the words each reader needs), so that its lines are only read for that.
         machines = hardware_patterns(whole)  # the machine names to look for, if any
-        devices = "Device" in whole or "ggml_" in whole or "NVIDIA" in whole or "Tesla" in whole
-        builds = "build" in whole or "version:" in whole or "llama.cpp" in whole or "checkout" in whole
+        devices = may_name_device(whole)
+        builds = lb.may_state_build(whole)
         batched = "main:" in whole
         if not (machines or devices or builds or batched or "llama-b" in whole):
             continue
@@ -598,12 +598,8 @@ class ModelRow:
     backend: str | None
 
 
-def _row_cells(table: Table, row: list[str]) -> dict[str, str]:
-    return {h.strip().lower(): (row[k] if k < len(row) else "") for k, h in enumerate(table.header)}
-
-
 class _Columns:
-    """A table's header read once: the column of each name (of equal names the last, as in `_row_cells`)."""
+    """A table's header read once: the column of each name (of equal names, the last)."""
 
     def __init__(self, table: Table):
         self.names = [h.strip().lower() for h in table.header]
@@ -825,17 +821,19 @@ def _compare(reading: Reading, t: int, i: int, table: Table) -> list[Candidate]:
     value_columns = [h for h in table.header if "t/s" in h.lower()]
     reason = COMPARE_TABLE.format(" vs ".join(value_columns))
     post_hardware = reading.hardware_at((i, 0))
+    columns = _Columns(table)
+    test, model_cell, params, size, backend, gpu = map(columns.getter,
+                                                       ("test", "model", "params", "size", "backend", "gpu"))
+    value_cells = [(column, columns.getter(column.strip().lower())) for column in value_columns]
     out = []
     for r, (row, quote) in enumerate(zip(table.rows, table.quotes)):
-        cells = _row_cells(table, row)
-        shape = reading.test(cells.get("test", ""))
-        values = [(column, lb.parse_value(cells.get(column.strip().lower(), ""))) for column in value_columns]
+        shape = reading.test(test(row))
+        values = [(column, lb.parse_value(cell(row))) for column, cell in value_cells]
         if not any(value for _, value in values):
             continue
-        model = reading.model(cells.get("model", ""), cells.get("params", ""), cells.get("size", ""),
-                              cells.get("backend", ""))
+        model = reading.model(model_cell(row), params(row), size(row), backend(row))
         name = reading.model_name(model, ())
-        hardware = canonical_hardware(cells.get("gpu", "")) or post_hardware
+        hardware = canonical_hardware(gpu(row)) or post_hardware
         for column, value in values:
             if value is None:
                 continue
@@ -849,13 +847,14 @@ def _compare(reading: Reading, t: int, i: int, table: Table) -> list[Candidate]:
 
 
 def _summary(reading: Reading, t: int, i: int, table: Table) -> list[Candidate]:
+    columns = _Columns(table)
+    speed, test = columns.getter("t/s"), columns.getter("test")
     out = []
     for r, (row, quote) in enumerate(zip(table.rows, table.quotes)):
-        cells = _row_cells(table, row)
-        value = lb.parse_value(cells.get("t/s", ""))
+        value = lb.parse_value(speed(row))
         if value is None:
             continue
-        shape = lb.parse_test(cells.get("test", ""))
+        shape = reading.test(test(row))
         record = _record(reading.ctx, quote, hardware=reading.hardware_at((i, 0)),
                          version=reading.version_at((i, 0)), lengths=_lengths(shape), users=1, figure="per_user",
                          procedure=lb.LLAMA_BENCH, phase=shape.phase if shape else None, value=value[0],

@@ -189,7 +189,9 @@ class PoliteSession:
 
         now = time.time()
         resp_headers = {k.lower(): v for k, v in resp.headers.items() if k.lower() not in PRIVATE_HEADERS}
-        self._note_rate_limit(resp_headers, now)
+        rate_limit_wait = _rate_limit_wait(resp_headers, now)
+        if rate_limit_wait is not None:  # the next request waits for the reset, whatever this answer was
+            self._rate_limited_until = now + rate_limit_wait
         status = resp.status_code
         if status == 304:
             self.not_modified += 1
@@ -202,7 +204,6 @@ class PoliteSession:
                 raise _Retryable(f"truncated body: {len(content)} of {expected} bytes", status=status)
             return Fetched(url, status, resp_headers, content, datetime.now(UTC), body)
 
-        rate_limit_wait = _rate_limit_wait(resp_headers, now)
         retry_after = _retry_after(resp_headers.get("retry-after"), now)
         if status in RETRY_STATUSES or (status == 403 and (rate_limit_wait is not None or retry_after is not None)):
             # GitHub answers an exhausted rate limit with 403 or 429; its secondary limit with 403 + Retry-After.
@@ -223,11 +224,6 @@ class PoliteSession:
             remaining = self.pause_s - (time.monotonic() - self._last_request_at)
             if remaining > 0:
                 time.sleep(remaining)
-
-    def _note_rate_limit(self, headers: dict[str, str], now: float) -> None:
-        wait = _rate_limit_wait(headers, now)
-        if wait is not None:
-            self._rate_limited_until = now + wait
 
 
 def _rate_limit_wait(headers: dict[str, str], now: float) -> float | None:

@@ -177,10 +177,15 @@ def format_version(number: int | str | None, commit: str | None) -> str | None:
     return commit
 
 
+def may_state_build(text: str) -> bool:
+    """Whether a text holds a word that some build pattern needs (most text holds none)."""
+    return "build" in text or "version:" in text or "llama.cpp" in text or "checkout" in text
+
+
 def parse_build(line: str) -> str | None:
     """The llama.cpp version a line states, or None."""
-    if "build" not in line and "version:" not in line and "llama.cpp" not in line and "checkout" not in line:
-        return None  # what each pattern needs: most lines state no version
+    if not may_state_build(line):
+        return None
     for pattern in _BUILD_PATTERNS:
         match = pattern.search(line)
         if match:

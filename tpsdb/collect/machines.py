@@ -189,10 +189,15 @@ _DEVICE_LINES = [
 ]
 
 
+def may_name_device(text: str) -> bool:
+    """Whether a text holds a word that every device-line pattern needs (most text holds none)."""
+    return "Device" in text or "ggml_" in text or "NVIDIA" in text or "Tesla" in text
+
+
 def device_on_line(line: str) -> tuple[int, str] | None:
     """(device index, raw device name) on a device line, or None if the line is not one."""
-    if "Device" not in line and "ggml_" not in line and "NVIDIA" not in line and "Tesla" not in line:
-        return None  # what the patterns need: most lines are no device line
+    if not may_name_device(line):
+        return None
     for pattern in _DEVICE_LINES:
         match = pattern.search(line)
         if match:

@@ -285,17 +285,20 @@ def _listing(value: Any) -> str:
     return " or ".join(str(v) for v in value) if isinstance(value, (tuple, list)) else str(value)
 
 
-def held_fixed(conn: Connection, d: Definition, varies: Mapping[str, str]) -> list[tuple[str, str]]:
-    """The table's statement of its conditions: hardware and the six fields, each fixed or how it varies."""
+def held_fixed(conn: Connection, d: Definition, varies: Mapping[str, str],
+               files: list[Mapping] | None = None) -> list[tuple[str, str]]:
+    """The table's statement of its conditions: hardware and the six fields, each fixed or how it varies.
+
+    `files`: the fixed model's files, when the builder has already read them."""
     f = d.fixed
 
     def said(key: str, fixed_text: str | None, default: str = "varies (shown per row)") -> str:
         return varies.get(key) or (fixed_text if fixed_text is not None else default)
 
     model_text = None
-    if "model" in f:
-        quants = f.get("quantization") or (d.columns or None)
-        files = _model_files(conn, f["model"], quants)
+    if "model" in f and "model" not in varies:
+        if files is None:
+            files = _model_files(conn, f["model"], f.get("quantization") or (d.columns or None))
         parts = [_listing(f["model"])]
         params = sorted({r["params_b"] for r in files if r["params_b"]})
         active = sorted({r["active_params_b"] for r in files if r["active_params_b"]})
@@ -396,7 +399,8 @@ def build_machines(conn: Connection, d: Definition) -> Table:
     else:
         names = sorted(picked, key=lambda h: (-picked[h]["tokens_per_second"], h))
     facts = _hardware_facts(conn, [n for n in names if n not in picked])
-    files = [r for r in _model_files(conn, d.fixed["model"], d.fixed["quantization"]) if r["size_bytes"]]
+    model_files = _model_files(conn, d.fixed["model"], d.fixed["quantization"])
+    files = [r for r in model_files if r["size_bytes"]]
     only_file = files[0] if len(files) == 1 else None
 
     columns = [Column("hardware", "Hardware"),
@@ -456,7 +460,7 @@ def build_machines(conn: Connection, d: Definition) -> Table:
     chart = {"type": "bandwidth", "points": points, "read_gb": read_gb,
              "title": f"{_listing(d.fixed['model'])} {_listing(d.fixed['quantization'])}: measured vs memory bandwidth"}
     varies = {"hardware": "one machine per row"}
-    return _finish(d, columns, rows, held_fixed(conn, d, varies), table_notes, notes, chart)
+    return _finish(d, columns, rows, held_fixed(conn, d, varies, model_files), table_notes, notes, chart)
 
 
 # --------------------------------------------------------------------------------------------- 3. quantization
