@@ -205,17 +205,12 @@ def _candidate(row: dict, quote: str, index: int, ctx: PostContext, hardware: st
     params_b = _params_b(row.get("model_n_params"))
     size = _number(row.get("model_size"))
 
-    record = new_record(ctx, quote)
-    record["phase"] = phase
-    record["lengths"] = {"prompt_tokens": n_prompt, "generated_tokens": n_gen, "context_depth": depth}
-    record["concurrency"] = {"users": 1, "figure": "per_user"}
-    record["tokens_per_second"], record["stddev"] = _number(row.get("avg_ts")), _number(row.get("stddev_ts"))
-    record["hardware"]["name"] = _hardware(row, hardware)
     files = [str(row["model_filename"])] if row.get("model_filename") else []
-    record["model"] = {"name": model_name(label, params_b, ctx.protocol or {}, files), "params_b": params_b,
-                       "file_size_gb": round(size / 1e9, 2) if size else None}
-    record["quantization"] = quant
-    record["software"]["version"] = lb.format_version(row.get("build_number"), row.get("build_commit"))
-    record["software"]["options"] = _options(row)
-    record["nature"]["procedure"] = lb.LLAMA_BENCH
+    record = new_record(
+        ctx, quote, hardware=_hardware(row, hardware),
+        model={"name": model_name(label, params_b, ctx.protocol or {}, files), "params_b": params_b,
+               "file_size_gb": round(size / 1e9, 2) if size else None},
+        quantization=quant, version=lb.format_version(row.get("build_number"), row.get("build_commit")),
+        options=_options(row), lengths=(n_prompt, n_gen, depth), users=1, figure="per_user",
+        procedure=lb.LLAMA_BENCH, phase=phase, value=_number(row.get("avg_ts")), stddev=_number(row.get("stddev_ts")))
     return Candidate(record, f"row{index}:{phase or 'unknown'}")

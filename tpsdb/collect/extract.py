@@ -525,9 +525,9 @@ def _position(clue: Clue) -> Position:
 
 
 # ============================================================================================ the records
-def new_record(ctx: PostContext, quote: str) -> dict:
-    """A record v1 with provenance filled in and every other field unknown (None)."""
-    return _record(ctx, quote)
+def new_record(ctx: PostContext, quote: str, **fields) -> dict:
+    """A record v1 with provenance filled in, the fields given (as `_record` takes them), the others unknown."""
+    return _record(ctx, quote, **fields)
 
 
 _NO_LENGTHS = (None, None, None)
@@ -679,22 +679,11 @@ def _llama_bench(reading: Reading, t: int, i: int, table: Table) -> list[Candida
                 if cell != "":
                     options[name] = reading.option_value(cell)
         (name, params_b, file_size_gb), quantization = model
-        record = {  # as _record builds it, inline: this is the loop over most figures
-            "source": {"url": ctx.permalink, "retrieved_at": ctx.retrieved_at, "published_at": ctx.published_at,
-                       "author": ctx.author, "quote": quote},
-            "hardware": {"name": hardware},
-            "model": {"name": name, "params_b": params_b, "file_size_gb": file_size_gb},
-            "quantization": quantization,
-            "software": {"name": "llama.cpp", "version": version, "options": dict(options)},
-            "lengths": {"prompt_tokens": shape.prompt_tokens, "generated_tokens": shape.generated_tokens,
-                        "context_depth": shape.context_depth} if shape else
-                       {"prompt_tokens": None, "generated_tokens": None, "context_depth": None},
-            "concurrency": {"users": 1, "figure": "per_user"},
-            "nature": {"kind": "measured", "procedure": procedure},
-            "phase": shape.phase if shape else None,
-            "tokens_per_second": value[0],
-            "stddev": value[1],
-        }
+        record = _record(ctx, quote, hardware=hardware,
+                         model={"name": name, "params_b": params_b, "file_size_gb": file_size_gb},
+                         quantization=quantization, version=version, options=dict(options), lengths=_lengths(shape),
+                         users=1, figure="per_user", procedure=procedure, phase=shape.phase if shape else None,
+                         value=value[0], stddev=value[1])
         out.append(Candidate(record, f"t{t}:r{r}:{shape.phase if shape else 'unknown'}"))
     return out
 
@@ -749,21 +738,13 @@ def _batched_bench(reading: Reading, t: int, i: int, table: Table) -> list[Candi
             value = lb.parse_value(cell(row))
             if value is None:
                 continue
-            record = {  # as _record builds it
-                "source": {"url": ctx.permalink, "retrieved_at": ctx.retrieved_at,
-                           "published_at": ctx.published_at, "author": ctx.author, "quote": quote},
-                "hardware": {"name": hardware},
-                "model": {"name": name, "params_b": params_b, "file_size_gb": file_size_gb},
-                "quantization": quantization,
-                "software": {"name": "llama.cpp", "version": version, "options": dict(options)},
-                "lengths": {"prompt_tokens": pp, "generated_tokens": 0, "context_depth": 0} if phase == "prompt"
-                else {"prompt_tokens": 0, "generated_tokens": tg, "context_depth": pp},
-                "concurrency": {"users": users, "figure": "aggregate"},
-                "nature": {"kind": "measured", "procedure": procedure},
-                "phase": phase,
-                "tokens_per_second": value[0],
-                "stddev": value[1],
-            }
+            # B sequences each with a PP-token prompt, then TG tokens generated at depth PP
+            lengths = (pp, 0, 0) if phase == "prompt" else (0, tg, pp)
+            record = _record(ctx, quote, hardware=hardware,
+                             model={"name": name, "params_b": params_b, "file_size_gb": file_size_gb},
+                             quantization=quantization, version=version, options=dict(options), lengths=lengths,
+                             users=users, figure="aggregate", procedure=procedure, phase=phase, value=value[0],
+                             stddev=value[1])
             out.append(Candidate(record, f"t{t}:r{r}:{phase}"))
     return out
 
