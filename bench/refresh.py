@@ -20,14 +20,11 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
 from fixture_server import FixtureServer  # noqa: E402
-
-SOURCES = ["llamacpp-4167", "llamacpp-15013", "llamacpp-16578"]
+from refresh_helpers import SOURCES, TOKEN, server_env  # noqa: E402
 
 
 def run(db: Path, server: FixtureServer, transport: str) -> tuple[float, list[dict]]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "TPSDB_GITHUB_URL": server.base_url,
-           "TPSDB_GITHUB_API_URL": server.api_url, "TPSDB_HTTP_PAUSE_S": "0", "GITHUB_TOKEN": "",
-           "TPSDB_GITHUB_TOKEN": "bench-token" if transport == "graphql" else ""}
+    env = {**os.environ, "PYTHONPATH": str(ROOT), **server_env(server, graphql=transport == "graphql")}
     start = time.perf_counter()
     out = subprocess.run([sys.executable, "-m", "tpsdb", "refresh", *SOURCES, "--json", "--db", str(db)],
                          env=env, cwd=ROOT, check=True, capture_output=True, text=True).stdout
@@ -36,7 +33,7 @@ def run(db: Path, server: FixtureServer, transport: str) -> tuple[float, list[di
 
 def main() -> None:
     for transport in ("html", "graphql"):
-        with tempfile.TemporaryDirectory() as tmp, FixtureServer(token="bench-token") as server:
+        with tempfile.TemporaryDirectory() as tmp, FixtureServer(token=TOKEN) as server:
             db = Path(tmp) / "bench.sqlite"
             subprocess.run([sys.executable, "-m", "tpsdb", "init", "--no-seed", "--db", str(db)], cwd=ROOT,
                            check=True, capture_output=True, env={**os.environ, "PYTHONPATH": str(ROOT)})

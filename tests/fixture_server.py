@@ -139,9 +139,6 @@ class FixtureServer:
         """Serve new bytes for a GET route (or add one), as if the page had changed upstream."""
         self._set(("GET", path, None, after), body, "text/html; charset=utf-8")
 
-    def override_graphql(self, number: int, body: bytes, *, after: str | None = None) -> None:
-        self._set(("POST", "/graphql", number, after), body, "application/json; charset=utf-8")
-
     def body(self, path: str, *, after: str | None = None) -> bytes:
         return self._routes[("GET", path, None, after)].body
 

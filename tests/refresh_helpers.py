@@ -35,12 +35,14 @@ def permalink(thread: str, truth_file: Path) -> str:
     return f"{base}#discussioncomment-{comment_id}"
 
 
-def truth_items():
-    """(thread, permalink, truth entry) for every figure the fixture posts hold."""
+def truth_items(expect: str):
+    """(thread, permalink, truth entry) for every figure the fixture posts hold with this verdict
+    ("accept", "reject" or "ignore")."""
     for thread_dir in sorted(THREADS.iterdir()):
         for truth_file in sorted(thread_dir.glob("*.truth.json")):
             for entry in json.loads(truth_file.read_text(encoding="utf-8")):
-                yield thread_dir.name, permalink(thread_dir.name, truth_file), entry
+                if entry["expect"] == expect:
+                    yield thread_dir.name, permalink(thread_dir.name, truth_file), entry
 
 
 def rows(db: Path, sql: str, *params) -> list[dict]:

@@ -34,9 +34,7 @@ def refreshed(request, tmp_path_factory):
 def test_every_accept_figure_is_stored_with_all_fields(refreshed):
     _, db, _, _ = refreshed
     checked = 0
-    for thread, url, truth in truth_items():
-        if truth["expect"] != "accept":
-            continue
+    for thread, url, truth in truth_items("accept"):
         found = rows(db, f"select {FIELDS} from measurement_full where source_url = ? and tokens_per_second = ? "
                          "and phase = ? and users = ? and context_depth = ?",
                      url, truth["tps"], truth["phase"], truth["users"], truth["depth"])
@@ -57,9 +55,7 @@ def test_every_accept_figure_is_stored_with_all_fields(refreshed):
 
 def test_reject_figures_are_rejections_with_a_reason(refreshed):
     _, db, _, _ = refreshed
-    for _, url, truth in truth_items():
-        if truth["expect"] != "reject":
-            continue
+    for _, url, truth in truth_items("reject"):
         accepted = rows(db, "select measurement_id from measurement_full where source_url = ? and tokens_per_second = ?"
                             " and phase = ?", url, truth["tps"], truth["phase"])
         assert accepted == [], (url, truth)
@@ -73,9 +69,7 @@ def test_reject_figures_are_rejections_with_a_reason(refreshed):
 
 def test_ignored_and_quoted_figures_are_never_measurements(refreshed):
     _, db, _, _ = refreshed
-    for _, url, truth in truth_items():
-        if truth["expect"] != "ignore":
-            continue
+    for _, url, truth in truth_items("ignore"):
         accepted = rows(db, "select measurement_id from measurement_full where source_url = ? and tokens_per_second = ?"
                             " and phase = ? and users = ?", url, truth["tps"], truth["phase"], truth["users"])
         assert accepted == [], (url, truth)

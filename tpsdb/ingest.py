@@ -39,6 +39,7 @@ def ingest_files(session: Session, files: list[Path], *, source_url: str, hardwa
     store = Store(session)
     source = store.source_for(source_url, kind="benchmark_file")
     counts: Counter = Counter()
+    ctx = PostContext(permalink=source_url, retrieved_at=retrieved, published_at=published, author=None, protocol={})
     for path in files:
         try:
             data = path.read_bytes()
@@ -46,8 +47,6 @@ def ingest_files(session: Session, files: list[Path], *, source_url: str, hardwa
             raise IngestError(f"{path}: {error.strerror}") from None
         snapshot = archive_snapshot(session, source_id=source.id, fetched_url=path.resolve().as_uri(),
                                     canonical_url=source_url, body=data, retrieved_at=now, content_type="text/plain")
-        ctx = PostContext(permalink=source_url, retrieved_at=retrieved, published_at=published, author=None,
-                          protocol={})
         try:
             candidates = extract_bench_file(data, fmt, ctx, hardware, suffix=path.suffix.lstrip(".").lower())
         except ValueError as error:

@@ -536,11 +536,13 @@ _NO_LENGTHS = (None, None, None)
 def _record(ctx: PostContext, quote: str, *, hardware=None, model=None, quantization=None, version=None,
             options=None, lengths=_NO_LENGTHS, users=None, figure=None, procedure=None, phase=None, value=None,
             stddev=None) -> dict:
-    """A record v1, built at once (the fields in record order; what is not given is unknown)."""
+    """A record v1, built at once (the fields in record order; what is not given is unknown).
+
+    `hardware`: the machine's name, or the record's whole hardware block when the source states more."""
     return {
         "source": {"url": ctx.permalink, "retrieved_at": ctx.retrieved_at, "published_at": ctx.published_at,
                    "author": ctx.author, "quote": quote},
-        "hardware": {"name": hardware},
+        "hardware": hardware if isinstance(hardware, dict) else {"name": hardware},
         "model": model if model is not None else {"name": None, "params_b": None, "file_size_gb": None},
         "quantization": quantization,
         "software": {"name": "llama.cpp", "version": version, "options": options if options is not None else {}},
@@ -788,11 +790,11 @@ def _scoreboard(reading: Reading, t: int, i: int, table: Table) -> list[Candidat
                 machine["gpu_cores"] = int(cores)
             if bandwidth:
                 machine["memory_bandwidth_gbs"] = bandwidth[0]
-            record = _record(ctx, quote, model={"name": protocol.get("model"), "params_b": protocol.get("params_b"),
-                                                "file_size_gb": sizes.get(quant)},
+            record = _record(ctx, quote, hardware=machine,
+                             model={"name": protocol.get("model"), "params_b": protocol.get("params_b"),
+                                    "file_size_gb": sizes.get(quant)},
                              quantization=quant, version=version, options=dict(options), lengths=lengths[phase],
                              users=1, figure="per_user", procedure=procedure, phase=phase, value=value[0])
-            record["hardware"] = machine
             out.append(Candidate(record, f"t{t}:r{r}:{quant}-{phase}"))
     return out
 
