@@ -734,10 +734,12 @@ def build_spread(conn: Connection, d: Definition) -> Table:
                Column("differs", "Differs from #1")]
     rows = []
     top = ranked[0] if ranked else None
+    top_says = {name: fn(top) for name, fn in _DIMENSIONS} if top else {}
     for rank, r in enumerate(ranked, 1):
-        differs = [f"{name}: {fn(r)}" for name, fn in _DIMENSIONS if fn(r) != fn(top)]
-        if options_differing(r, top):
-            differs.insert(1 if fmt_software(r) != fmt_software(top) else 0, f"options: {options_differing(r, top)}")
+        says = {name: fn(r) for name, fn in _DIMENSIONS}
+        differs = [f"{name}: {text}" for name, text in says.items() if text != top_says[name]]
+        if options := options_differing(r, top):
+            differs.insert(1 if says["software"] != top_says["software"] else 0, f"options: {options}")
         rows.append({
             "rank": _text(rank),
             "tokens_per_second": _measured(notes, r),
