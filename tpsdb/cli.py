@@ -321,7 +321,7 @@ def _progress(message: str) -> None:
 
 def _run_sources(engine, keys: list[str], run_one, *, as_json: bool, wait: bool) -> None:
     """Run one source after another under the database's refresh lock; print; exit 1 if one failed."""
-    from .refresh import RefreshBusy, refresh_lock
+    from .refresh import RefreshBusy, RefreshLockError, refresh_lock
 
     summaries = []
     try:
@@ -332,6 +332,8 @@ def _run_sources(engine, keys: list[str], run_one, *, as_json: bool, wait: bool)
                     typer.echo(_summary_line(summaries[-1]))
     except RefreshBusy as error:
         fail(str(error), code=3)
+    except RefreshLockError as error:
+        fail(str(error))
     if as_json:
         typer.echo(json.dumps([s.as_dict() for s in summaries], indent=1))
     if any(s.status == "failed" for s in summaries):
@@ -348,7 +350,7 @@ def _summary_line(s) -> str:
     line = (f"{s.source}: {s.status} via {s.transport}; {s.requests} requests ({s.not_modified} not modified); "
             f"{s.new} new, {s.changed} changed, {s.withdrawn} withdrawn, {s.rejected} rejected figures; "
             f"{s.duration_s:.1f} s")
-    return line + (f"\n  error: {s.error}" if s.error else "")
+    return line + (f"\n  error: {s.error}" if s.error else "") + (f"\n  note: {s.note}" if s.note else "")
 
 
 @app.command()

@@ -30,9 +30,27 @@ def github_api_url() -> str:
     return os.environ.get("TPSDB_GITHUB_API_URL", "https://api.github.com/graphql")
 
 
+class TokenError(ValueError):
+    """The token's variable holds something no token can hold. The message never shows the token."""
+
+
 def github_token() -> str | None:
-    """The token for GitHub's GraphQL API. Only ever passed to the HTTP layer; never logged or stored."""
-    return os.environ.get("TPSDB_GITHUB_TOKEN") or os.environ.get("GITHUB_TOKEN") or None
+    """The token for GitHub's GraphQL API. Only ever passed to the HTTP layer; never logged or stored.
+
+    Surrounding whitespace is dropped (an env file with CRLF line ends leaves a trailing CR); a token with any
+    other control or non-ASCII character is refused: sent as a header it would be quoted back in an error.
+    """
+    for name in ("TPSDB_GITHUB_TOKEN", "GITHUB_TOKEN"):
+        token = (os.environ.get(name) or "").strip()
+        if not token:
+            continue
+        bad = next((i for i, c in enumerate(token) if not " " <= c <= "~"), None)
+        if bad is not None:
+            what = "a non-ASCII" if ord(token[bad]) > 127 else "a control"
+            raise TokenError(f"{name}: the token holds {what} character (character {bad + 1} of {len(token)}); "
+                             "set it again without it (the token is not shown)")
+        return token
+    return None
 
 
 def sources_dir() -> Path:

@@ -10,6 +10,7 @@ import fcntl
 import hashlib
 import json
 import os
+import stat
 import time
 import zlib
 from contextlib import contextmanager
@@ -22,11 +23,12 @@ from sqlalchemy import Engine, func, update
 from sqlmodel import Session, select
 
 from . import config
+from .collect.completeness import Completeness, IncompleteRead
 from .collect.extract import PostContext, extract_post
 from .collect.github import PageFormatError, canonical_url, fetch_discussion_graphql, fetch_discussion_html
 from .collect.github import Post as FetchedPost
-from .collect.github import paged_posts_from_graphql, paged_posts_from_html
-from .collect.http import Cached, FetchError, Fetched, PoliteSession
+from .collect.github import read_graphql_thread, read_html_thread
+from .collect.http import Cached, FetchError, Fetched, PoliteSession, redact
 from .models import Measurement, Post, RefreshRun, Rejection, Snapshot, Source, Status
 from .sources import SourceSpec
 from .store import Provenance, Store, archive_snapshot
@@ -37,6 +39,10 @@ GITHUB_GRAPHQL = "https://api.github.com/graphql"  # the canonical address of Gr
 
 class RefreshBusy(Exception):
     """Another refresh holds this database."""
+
+
+class RefreshLockError(Exception):
+    """The lock file cannot be used safely (a symbolic link, not a regular file): nothing was written."""
 
 
 @dataclass
@@ -53,6 +59,7 @@ class RunSummary:
     rejected: int = 0
     duration_s: float = 0.0
     error: str | None = None
+    note: str | None = None  # e.g. the source states no count, so absence withdrew nothing
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -68,7 +75,7 @@ def refresh_lock(engine: Engine, wait: bool) -> Iterator[None]:
     """One refresh at a time per database: a lock file beside a SQLite file, an advisory lock on PostgreSQL."""
     if engine.dialect.name == "sqlite":
         path = Path(engine.url.database or "memory").with_suffix(".refresh.lock")
-        with open(path, "a+") as handle:
+        with _open_lock_file(path) as handle:
             try:
                 fcntl.flock(handle, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
             except BlockingIOError:
@@ -95,6 +102,22 @@ def refresh_lock(engine: Engine, wait: bool) -> Iterator[None]:
             yield
         finally:
             conn.exec_driver_sql(f"SELECT pg_advisory_unlock({key})")
+
+
+def _open_lock_file(path: Path):
+    """The lock file, opened for reading and writing without following a symbolic link: the PID written into it
+    must never land in a file someone planted the link to (nor in one hard-linked to it)."""
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+    except OSError as error:
+        why = "it is a symbolic link" if path.is_symlink() else error.strerror
+        raise RefreshLockError(f"{path}: cannot use it as the refresh lock: {why}; remove it and try again") from None
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode) or info.st_nlink != 1:
+        os.close(fd)
+        raise RefreshLockError(f"{path}: cannot use it as the refresh lock: not a plain file of its own "
+                               "(a special file or a hard link); remove it and try again")
+    return os.fdopen(fd, "r+")
 
 
 # ----------------------------------------------------------------------------------------------- run log
@@ -192,19 +215,19 @@ class _Archive:
 def refresh_source(engine: Engine, spec: SourceSpec, *, session_factory: Callable[[], PoliteSession],
                    progress: Progress = lambda message: None, today: date | None = None) -> RunSummary:
     """Refresh one source in one transaction. Never raises for a fetch or page fault: the summary says it."""
-    token = config.github_token()
+    try:
+        token = config.github_token()
+    except config.TokenError as error:  # refused before anything is sent or written
+        return RunSummary(source=spec.key, status="failed", transport="graphql", error=str(error))
     summary = RunSummary(source=spec.key, transport="graphql" if token else "html")
     started = time.monotonic()
-    with Session(engine) as setup:
-        source_id = sync_source(setup, spec).id
-        setup.commit()
-    run_id = _start_run(engine, source_id, summary.transport)
+    run_id = _start_run(engine, _source_id_for_log(engine, spec), summary.transport)
     chain_ids = None
     http = session_factory()
     http.on_request = lambda url: progress(f"{spec.key}: request {http.requests_made}: {url.split('?')[0]}")
     try:
         with Session(engine) as session:
-            source = session.get(Source, source_id)
+            source = sync_source(session, spec)  # the file's title, licence...: stored with the data, or not at all
             archive = _Archive(session, source, config.github_url())
             owner, repo, number = spec.discussion
             if token:
@@ -215,7 +238,8 @@ def refresh_source(engine: Engine, spec: SourceSpec, *, session_factory: Callabl
                                       on_response=archive.on_response, previous=archive.cached)
             chain_ids = [snap.id for snap in archive.chain]
             if chain_ids == archive.previous_ids:
-                summary.status = "unchanged"  # nothing to parse, nothing to write
+                summary.status = "unchanged"  # nothing to parse; the source row may follow its file
+                session.commit()
             else:
                 progress(f"{spec.key}: parsing {len(archive.chain)} pages")
                 apply_snapshots(session, source, spec, archive.chain, summary.transport, summary,
@@ -223,7 +247,9 @@ def refresh_source(engine: Engine, spec: SourceSpec, *, session_factory: Callabl
                 session.commit()
                 summary.status = "ok"
     except Exception as error:  # a parser bug must fail this source, not the whole command
-        summary.status, summary.error = "failed", _failure(error)
+        summary.status, summary.error = "failed", redact(_failure(error), [token])
+        summary.new = summary.changed = summary.withdrawn = summary.rejected = summary.posts = 0  # none stored
+        summary.note = None
         chain_ids = None
     finally:
         http.close()
@@ -233,9 +259,21 @@ def refresh_source(engine: Engine, spec: SourceSpec, *, session_factory: Callabl
     return summary
 
 
+def _source_id_for_log(engine: Engine, spec: SourceSpec) -> int:
+    """The source's row for the run log. An existing row is left as it is (the run brings it in line with its
+    file only if it succeeds); a source never stored gets its row now, as the run log needs one."""
+    with Session(engine) as s:
+        row = _source_row(s, spec)
+        if row is None:
+            row = sync_source(s, spec)
+            s.commit()
+        return row.id
+
+
 def _failure(error: Exception) -> str:
     """What a failed run says: the message of a fault we expect, the type too for anything else (a bug)."""
-    return str(error) if isinstance(error, (FetchError, PageFormatError)) else f"{type(error).__name__}: {error}"
+    expected = (FetchError, PageFormatError, IncompleteRead)
+    return str(error) if isinstance(error, expected) else f"{type(error).__name__}: {error}"
 
 
 def reparse_source(engine: Engine, spec: SourceSpec, *, progress: Progress = lambda message: None,
@@ -258,15 +296,31 @@ def reparse_source(engine: Engine, spec: SourceSpec, *, progress: Progress = lam
         except Exception as error:  # as in refresh_source: one source's failure, not the command's
             session.rollback()
             summary.status, summary.error = "failed", _failure(error)
+            summary.new = summary.changed = summary.withdrawn = summary.rejected = summary.posts = 0
+            summary.note = None
     summary.duration_s = round(time.monotonic() - started, 3)
     return summary
 
 
 # ---------------------------------------------------------------------------------------- posts -> figures
-def _posts(chain: list[Snapshot], transport: str, spec: SourceSpec) -> list[tuple[FetchedPost, Snapshot]]:
-    """The posts of a run's pages, each with the page (snapshot) it was read from."""
-    read = paged_posts_from_graphql if transport == "graphql" else paged_posts_from_html
-    return [(post, chain[index]) for index, post in read([snap.body for snap in chain], *spec.discussion)]
+def _read(chain: list[Snapshot], transport: str,
+          spec: SourceSpec) -> tuple[list[tuple[FetchedPost, Snapshot]], Completeness]:
+    """The posts of a run's pages, each with the page (snapshot) it was read from, and the read's completeness."""
+    read = read_graphql_thread if transport == "graphql" else read_html_thread
+    posts, completeness = read([snap.body for snap in chain], *spec.discussion)
+    return [(post, chain[index]) for index, post in posts], completeness
+
+
+def _may_withdraw_by_absence(completeness: Completeness, summary: RunSummary) -> bool:
+    """Raises IncompleteRead when the read disagrees with a count its source states. True when every count is
+    stated and met; otherwise (a count not stated) False, and the summary says why."""
+    problem = completeness.problem()
+    if problem:
+        raise IncompleteRead(problem)
+    if not completeness.verified:
+        summary.note = (f"the source states no count of {', '.join(completeness.unstated) or 'its posts'}: "
+                        "posts missing from this read were not withdrawn")
+    return completeness.verified
 
 
 def _date(value: str | None) -> datetime | None:
@@ -280,9 +334,11 @@ def apply_snapshots(session: Session, source: Source, spec: SourceSpec, chain: l
     """Bring the stored posts and figures of a source in line with the pages of one run."""
     store = Store(session, today=today)
     retrieved = max(snap.retrieved_at for snap in chain).date().isoformat()
+    posts, completeness = _read(chain, transport, spec)
+    withdraw_absent = _may_withdraw_by_absence(completeness, summary)  # before anything is written
     existing = {p.external_id: p for p in session.exec(select(Post).where(Post.source_id == source.id))}
     seen: set[str] = set()
-    for fetched, snap in _posts(chain, transport, spec):
+    for fetched, snap in posts:
         seen.add(fetched.external_id)
         summary.posts += 1
         body_sha = hashlib.sha256(fetched.body_html.encode()).hexdigest()
@@ -299,7 +355,7 @@ def apply_snapshots(session: Session, source: Source, spec: SourceSpec, chain: l
             continue
         _apply_candidates(session, store, source, row, snap, extract_post(fetched.body_html, ctx), summary)
     for external_id, row in existing.items():
-        if external_id not in seen and row.status == Status.active:
+        if withdraw_absent and external_id not in seen and row.status == Status.active:
             row.status = Status.withdrawn
             session.add(row)
             summary.withdrawn += _retire(session, row.id, set(), set(), Status.withdrawn)

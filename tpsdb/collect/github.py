@@ -18,13 +18,14 @@ from urllib.parse import urljoin
 
 from lxml import etree
 
+from tpsdb.collect.completeness import Completeness, Count
 from tpsdb.collect.extract import body_html_of, drop_element, parse_body, parse_page
 from tpsdb.collect.http import Cached, Fetched, FetchError, PoliteSession
 
 __all__ = [
     "Cached", "PageFormatError", "Post", "canonical_url", "discussion_url", "fetch_discussion_graphql",
     "fetch_discussion_html", "next_page_url", "paged_posts_from_graphql", "paged_posts_from_html", "posts_from_graphql",
-    "posts_from_html",
+    "posts_from_html", "read_graphql_thread", "read_html_thread",
 ]
 
 GITHUB = "https://github.com"
@@ -133,24 +134,69 @@ def posts_from_html(pages: list[bytes], owner: str, repo: str, number: int) -> l
 
 def paged_posts_from_html(pages: list[bytes], owner: str, repo: str, number: int) -> list[tuple[int, Post]]:
     """Every post of the thread with the index of the page it was read from."""
+    return read_html_thread(pages, owner, repo, number)[0]
+
+
+def read_html_thread(pages: list[bytes], owner: str, repo: str,
+                     number: int) -> tuple[list[tuple[int, Post]], Completeness]:
+    """Every post of the thread with the index of the page it was read from, and how the read compares with
+    the counts page 1 states ("21 comments · 2 replies")."""
     posts: dict[str, tuple[int, Post]] = {}
+    stated: tuple[int | None, int | None] = (None, None)
     for index, page in enumerate(pages):
-        for post in posts_from_html_page(page, owner, repo, number, first=index == 0):
+        found, counts = _html_page(page, owner, repo, number, first=index == 0)
+        stated = counts if index == 0 else stated
+        for post in found:
             posts.setdefault(post.external_id, (index, post))  # pages may overlap: the first reading wins
-    return list(posts.values())
+    read = list(posts.values())
+    comments = sum(post.kind == "comment" for _, post in read)
+    replies = sum(post.kind == "reply" for _, post in read)
+    return read, Completeness([
+        Count("comments", comments, stated[0],
+              f'the page\'s "Load more" form was not found after page {len(pages)}' if comments < (stated[0] or 0)
+              else "the page shows more comments than it states (a stale or changed page)"),
+        Count("replies", replies, stated[1],
+              "replies behind a comment's own \"Load more\" are not read" if replies < (stated[1] or 0)
+              else "the page shows more replies than it states (a stale or changed page)"),
+    ])
 
 
 def posts_from_html_page(page: bytes, owner: str, repo: str, number: int, *, first: bool) -> list[Post]:
     """The posts of one page; the first page must hold the opening post."""
+    return _html_page(page, owner, repo, number, first=first)[0]
+
+
+def _html_page(page: bytes, owner: str, repo: str, number: int,
+               *, first: bool) -> tuple[list[Post], tuple[int | None, int | None]]:
+    """The posts of one page, and on the first page the (comments, replies) counts it states."""
     root = parse_page(page)
-    found = []
+    found, counts = [], (None, None)
     if root is not None:
         for template in _TEMPLATES(root):  # client-side templates: {{placeholders}}, not data
             drop_element(template)
         found = _read_posts(root, owner, repo, number)
+        if first:
+            counts = _stated_counts(root)
     if first and not any(post.kind == "opening" for post in found):
         raise PageFormatError(f"{owner}/{repo}#{number}: page 1 has no opening post")
-    return found
+    return found, counts
+
+
+_COUNT_HEADER = etree.XPath("//*[@id='discussion-comment-count']")
+# "1 comment", "1,234 comments", "2 replies"; an abbreviated "1.2k" is no exact count, so it states nothing.
+_STATED = {what: re.compile(rf"(?<![\w.,])(\d{{1,3}}(?:[,\u202f\u00a0 ]\d{{3}})*|\d+)\s+{what}\b", re.I)
+           for what in ("comments?", "repl(?:y|ies)")}
+
+
+def _stated_counts(root) -> tuple[int | None, int | None]:
+    """(comments, replies) as the page's count header states them (h2#discussion-comment-count:
+    "21 comments · 2 replies"); None for a count it does not state."""
+    header = next(iter(_COUNT_HEADER(root)), None)
+    if header is None:
+        return None, None
+    text = " ".join(header.itertext())
+    found = [pattern.search(text) for pattern in _STATED.values()]
+    return tuple(int(re.sub(r"\D", "", m.group(1))) if m else None for m in found)
 
 
 class _Nearest:
@@ -250,22 +296,30 @@ def _post_from_element(el, own: dict, anchor, parent_id: str | None, owner: str,
 # --- GraphQL transport ------------------------------------------------------------------------------------
 
 _FIELDS = "databaseId url author { login } createdAt lastEditedAt body bodyHTML"
+_REPLIES = f"totalCount pageInfo {{ hasNextPage endCursor }} nodes {{ {_FIELDS} isMinimized deletedAt }}"
 DISCUSSION_QUERY = f"""
 query($owner: String!, $name: String!, $number: Int!, $after: String) {{
   repository(owner: $owner, name: $name) {{
     discussion(number: $number) {{
       {_FIELDS}
       comments(first: 100, after: $after) {{
+        totalCount
         pageInfo {{ hasNextPage endCursor }}
         nodes {{
-          {_FIELDS} isMinimized deletedAt
-          replies(first: 100) {{
-            pageInfo {{ hasNextPage endCursor }}
-            nodes {{ {_FIELDS} isMinimized deletedAt }}
-          }}
+          id {_FIELDS} isMinimized deletedAt
+          replies(first: 100) {{ {_REPLIES} }}
         }}
       }}
     }}
+  }}
+  rateLimit {{ cost remaining resetAt }}
+}}
+""".strip()
+# The rest of the replies of one comment with more than 100 (its node id, from the discussion query).
+REPLIES_QUERY = f"""
+query($id: ID!, $after: String) {{
+  node(id: $id) {{
+    ... on DiscussionComment {{ databaseId replies(first: 100, after: $after) {{ {_REPLIES} }} }}
   }}
   rateLimit {{ cost remaining resetAt }}
 }}
@@ -282,39 +336,65 @@ def fetch_discussion_graphql(
     *,
     on_response: Callable[[Fetched], None],
 ) -> list[Fetched]:
-    """POST the discussion query, following comments' endCursor until hasNextPage is false.
+    """POST the discussion query, following comments' endCursor until hasNextPage is false, and, for a comment
+    with more than 100 replies, the replies query, following its replies' endCursor the same way.
 
     No conditional requests here: GitHub's GraphQL endpoint has none, and all pages share one URL
     (Fetched.request_body tells them apart); the caller compares the bytes with its snapshots instead.
     """
     pages: list[Fetched] = []
-    after: str | None = None
-    while True:
-        payload = {"query": DISCUSSION_QUERY, "variables": {"owner": owner, "name": repo, "number": number,
-                                                            "after": after}}
-        fetched = session.post_json(api_url, payload, headers={"Authorization": f"bearer {token}"})
-        on_response(fetched)
-        pages.append(fetched)
+    where = f"{owner}/{repo}#{number}"
+
+    def post(query: str, variables: dict) -> dict:
         if len(pages) >= MAX_PAGES:
             raise FetchError(api_url, "pagination does not end", len(pages), method="POST")
+        fetched = session.post_json(api_url, {"query": query, "variables": variables},
+                                    headers={"Authorization": f"bearer {token}"})
+        on_response(fetched)
+        pages.append(fetched)
         try:
-            comments = _discussion(json.loads(fetched.body), owner, repo, number)["comments"]
-        except (ValueError, KeyError, TypeError) as exc:
-            raise FetchError(api_url, f"bad GraphQL answer for {owner}/{repo}#{number}: {exc}", 1,
-                             method="POST") from None
-        if not comments["pageInfo"]["hasNextPage"]:
-            return pages
-        after = comments["pageInfo"]["endCursor"]
+            return json.loads(fetched.body)
+        except ValueError as exc:
+            raise FetchError(api_url, f"bad GraphQL answer for {where}: {exc}", 1, method="POST") from None
+
+    after: str | None = None
+    while True:
+        answer = post(DISCUSSION_QUERY, {"owner": owner, "name": repo, "number": number, "after": after})
+        try:
+            comments = _discussion(answer, owner, repo, number)["comments"]
+            for comment in comments["nodes"]:
+                replies = comment.get("replies") or {}
+                while (replies.get("pageInfo") or {}).get("hasNextPage"):
+                    more = post(REPLIES_QUERY, {"id": comment["id"], "after": replies["pageInfo"]["endCursor"]})
+                    replies = _replies_node(more, where)["replies"]
+            if not comments["pageInfo"]["hasNextPage"]:
+                return pages
+            after = comments["pageInfo"]["endCursor"]
+        except (ValueError, KeyError, TypeError) as exc:  # ValueError: a PageFormatError (errors, no discussion)
+            raise FetchError(api_url, f"bad GraphQL answer for {where}: {exc}", 1, method="POST") from None
+
+
+def _errors(answer: dict, where: str) -> None:
+    if answer.get("errors"):
+        messages = "; ".join(f"{e.get('type', 'ERROR')}: {e.get('message', '')}" for e in answer["errors"])
+        raise PageFormatError(f"{where}: GraphQL errors: {messages}")
 
 
 def _discussion(answer: dict, owner: str, repo: str, number: int) -> dict:
-    if answer.get("errors"):
-        messages = "; ".join(f"{e.get('type', 'ERROR')}: {e.get('message', '')}" for e in answer["errors"])
-        raise PageFormatError(f"{owner}/{repo}#{number}: GraphQL errors: {messages}")
+    _errors(answer, f"{owner}/{repo}#{number}")
     discussion = ((answer.get("data") or {}).get("repository") or {}).get("discussion")
     if not discussion:
         raise PageFormatError(f"{owner}/{repo}#{number}: no discussion in the GraphQL answer")
     return discussion
+
+
+def _replies_node(answer: dict, where: str) -> dict:
+    """The comment of a replies-query answer ({"databaseId", "replies"})."""
+    _errors(answer, where)
+    node = (answer.get("data") or {}).get("node")
+    if not node or "replies" not in node:
+        raise PageFormatError(f"{where}: no comment replies in the GraphQL answer")
+    return node
 
 
 def posts_from_graphql(pages: list[bytes], owner: str, repo: str, number: int) -> list[Post]:
@@ -323,24 +403,49 @@ def posts_from_graphql(pages: list[bytes], owner: str, repo: str, number: int) -
 
 
 def paged_posts_from_graphql(pages: list[bytes], owner: str, repo: str, number: int) -> list[tuple[int, Post]]:
-    """Every post of the thread with the index of the answer it was read from (each repeats the opening post:
-    the first answer's wins)."""
+    """Every post of the thread with the index of the answer it was read from."""
+    return read_graphql_thread(pages, owner, repo, number)[0]
+
+
+def read_graphql_thread(pages: list[bytes], owner: str, repo: str,
+                        number: int) -> tuple[list[tuple[int, Post]], Completeness]:
+    """Every post of the thread with the index of the answer it was read from (each discussion answer repeats
+    the opening post: the first answer's wins; a replies answer adds to its comment's replies), and how the
+    read compares with the answers' comments.totalCount and each comment's replies.totalCount."""
+    where = f"{owner}/{repo}#{number}"
     posts: dict[str, tuple[int, Post]] = {}
+    comments_stated: int | None = None
+    replies_stated: dict[str, int | None] = {}  # comment id -> its replies.totalCount
+    replies_read: dict[str, set[str]] = {}
+
+    def add_replies(index: int, parent_id: str, replies: dict) -> None:
+        replies_stated.setdefault(parent_id, replies.get("totalCount"))
+        for reply in replies.get("nodes") or ():
+            post = _post_from_node(reply, owner, repo, number, "reply", parent_id)
+            replies_read.setdefault(parent_id, set()).add(post.external_id)
+            posts.setdefault(post.external_id, (index, post))
+
     for index, page in enumerate(pages):
-        discussion = _discussion(json.loads(page), owner, repo, number)
+        answer = json.loads(page)
+        if "node" in (answer.get("data") or {}):  # the rest of one comment's replies
+            node = _replies_node(answer, where)
+            add_replies(index, str(node["databaseId"]), node["replies"])
+            continue
+        discussion = _discussion(answer, owner, repo, number)
         if index == 0:
             posts["op"] = (index, _post_from_node(discussion, owner, repo, number, "opening", None))
+            comments_stated = discussion["comments"].get("totalCount")
         for comment in discussion["comments"]["nodes"]:
             post = _post_from_node(comment, owner, repo, number, "comment", None)
             posts.setdefault(post.external_id, (index, post))
-            replies = comment.get("replies") or {"nodes": [], "pageInfo": {}}
-            if replies["pageInfo"].get("hasNextPage"):
-                # Not followed (more than 100 replies to one comment); fail loudly rather than drop replies.
-                raise PageFormatError(f"{post.permalink}: more than {len(replies['nodes'])} replies, not all read")
-            for reply in replies["nodes"]:
-                reply_post = _post_from_node(reply, owner, repo, number, "reply", post.external_id)
-                posts.setdefault(reply_post.external_id, (index, reply_post))
-    return list(posts.values())
+            add_replies(index, post.external_id, comment.get("replies") or {})
+    comments = sum(post.kind == "comment" for _, post in posts.values())
+    counts = [Count("comments", comments, comments_stated,
+                    "the GraphQL answers hold a different number of comment nodes than comments.totalCount")]
+    counts += [Count(f"replies to comment {parent}", len(replies_read.get(parent, ())), stated,
+                     "the GraphQL answers hold a different number of reply nodes than replies.totalCount")
+               for parent, stated in replies_stated.items()]
+    return list(posts.values()), Completeness(counts)
 
 
 def _post_from_node(node: dict, owner: str, repo: str, number: int, kind: str, parent_id: str | None) -> Post:

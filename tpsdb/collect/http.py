@@ -158,7 +158,7 @@ class PoliteSession:
             cause, status = exc.cause, exc.status
         # Raised outside the except blocks so that no chained exception (holding the request and its
         # Authorization header) travels with the error.
-        raise FetchError(url, _redact(cause, secrets), self.requests_made - made_before, status, method)
+        raise FetchError(url, redact(cause, secrets), self.requests_made - made_before, status, method)
 
     def _wait(self, retry_state) -> float:
         exc = retry_state.outcome.exception()
@@ -179,7 +179,9 @@ class PoliteSession:
             content = resp.content  # reads the whole body: a connection cut mid-body raises here
         except TRANSIENT_ERRORS as exc:
             error = f"{type(exc).__name__}: {exc}"
-        except requests.RequestException as exc:  # invalid URL, too many redirects...: retrying will not help
+        # Invalid URL, too many redirects, a header value http.client refuses (UnicodeError): retrying will
+        # not help. The message may quote the Authorization header: _request redacts it.
+        except (requests.RequestException, UnicodeError) as exc:
             error, transient = f"{type(exc).__name__}: {exc}", False
         finally:
             self._last_request_at = time.monotonic()
@@ -253,10 +255,17 @@ def _retry_after(value: str | None, now: float) -> float | None:
     return max(0.0, when.timestamp() - now)
 
 
-def _redact(text: str, secrets: list[str]) -> str:
+def redact(text: str, secrets) -> str:
+    """text with every rendering of each secret replaced: raw, without its surrounding whitespace, escaped as
+    repr() writes it (how requests quotes a refused header value: a trailing CR becomes the two characters
+    backslash, r) and as JSON writes it. An Authorization value's token is redacted on its own too."""
+    forms = set()
     for secret in secrets:
-        text = text.replace(secret, "[redacted]")
-        scheme, _, token = secret.partition(" ")
-        if token:
-            text = text.replace(token, "[redacted]")
+        _scheme, _, token = (secret or "").partition(" ")
+        for value in (secret, token):
+            if value and value.strip():
+                forms |= {value, value.strip(), repr(value)[1:-1], json.dumps(value)[1:-1],
+                          value.encode("unicode_escape").decode("ascii")}
+    for form in sorted(forms, key=len, reverse=True):  # the longest first: "bearer X" before "X"
+        text = text.replace(form, "[redacted]")
     return text
