@@ -1,7 +1,7 @@
 """A real HTTP server on 127.0.0.1 that plays GitHub from the recorded fixtures, with faults on demand.
 
 Serves every `tests/fixtures/github/**/routes.json`: GET by path (+ the `after` query), POST /graphql by
-`variables.number` + `variables.after`. Responses carry an ETag (sha256 of the body) and Last-Modified, and
+`variables.number` (a discussion query) or `variables.id` (a comment's replies query) + `variables.after`. Responses carry an ETag (sha256 of the body) and Last-Modified, and
 conditional requests that match get 304. Every request is recorded (the Authorization header only as a flag).
 
     with FixtureServer(token="t0ken") as server:
@@ -77,8 +77,8 @@ class _Route:
         return '"' + hashlib.sha256(self.body).hexdigest() + '"'
 
 
-# A route's key: GET (path, after) or POST /graphql (number, after).
-RouteKey = tuple[str, str, int | None, str | None]
+# A route's key: GET (path, after) or POST /graphql (discussion number or comment node id, after).
+RouteKey = tuple[str, str, int | str | None, str | None]
 
 
 @dataclass
@@ -142,6 +142,14 @@ class FixtureServer:
     def body(self, path: str, *, after: str | None = None) -> bytes:
         return self._routes[("GET", path, None, after)].body
 
+    def override_graphql(self, subject: int | str, body: bytes, *, after: str | None = None) -> None:
+        """Answer the GraphQL query for this discussion number (or this comment node id: its replies) with
+        new bytes, or add such an answer."""
+        self._set(("POST", "/graphql", subject, after), body, "application/json; charset=utf-8")
+
+    def graphql_body(self, subject: int | str, *, after: str | None = None) -> bytes:
+        return self._routes[("POST", "/graphql", subject, after)].body
+
     def requests_to(self, path_prefix: str) -> list[Recorded]:
         return [r for r in self.requests if r.path.startswith(path_prefix)]
 
@@ -154,7 +162,7 @@ class FixtureServer:
                 key = ("GET", route["path"], None, route.get("query", {}).get("after"))
             else:
                 variables = route["variables"]
-                key = ("POST", route["path"], variables["number"], variables.get("after"))
+                key = ("POST", route["path"], variables.get("number", variables.get("id")), variables.get("after"))
             self._routes[key] = _Route(body, route["content_type"])
 
     def _set(self, key: RouteKey, body: bytes, content_type: str) -> None:
@@ -250,7 +258,8 @@ class _Handler(BaseHTTPRequestHandler):
         if token is not None and (scheme.lower() != "bearer" or given != token):
             return 401, None, {"body": b'{"message":"Bad credentials"}'}
         variables = json.loads(body or b"{}").get("variables", {})
-        route = routes.get(("POST", path, variables.get("number"), variables.get("after")))
+        subject = variables.get("number", variables.get("id"))
+        route = routes.get(("POST", path, subject, variables.get("after")))
         if route:
             return 200, route, {"x-ratelimit-limit": "5000", "x-ratelimit-remaining": "4990",
                                 "x-ratelimit-reset": str(int(time.time()) + 3600)}

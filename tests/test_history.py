@@ -2,6 +2,7 @@
 a killed run leaves it intact, two runs at once do not collide, reparse equals a fresh refresh."""
 
 import json
+import re
 import os
 import signal
 import sqlite3
@@ -196,3 +197,126 @@ def test_due_refresh_and_sources_listing(served):
     listing = {s["key"]: s for s in json.loads(run_cli("sources", "--json", db=db).stdout)}
     assert listing["llamacpp-16578"]["status"] == "ok" and listing["llamacpp-16578"]["figures"] > 0
     assert listing["llamacpp-16578"]["next_due"] != "now"
+
+
+# --- issue 14: only a complete read withdraws by absence ------------------------------------------------------
+PAGE_4167 = "/ggml-org/llama.cpp/discussions/4167"
+LOAD_MORE = re.compile(rb'<form class="ajax-pagination-form js-ajax-pagination".*?</form>', re.S)
+
+
+def graphql_answer(number: int, index: int) -> dict:
+    return json.loads((FIXTURES / str(number) / "graphql" / f"{index}.json").read_text())
+
+
+def cursor_of(number: int, index: int) -> str | None:
+    """The `after` variable that asks for the index-th GraphQL answer of a fixture thread."""
+    return None if index == 0 else graphql_answer(number, index - 1)[
+        "data"]["repository"]["discussion"]["comments"]["pageInfo"]["endCursor"]
+
+
+def fails_and_changes_nothing(db, server, source, *, graphql=False) -> dict:
+    """Refresh a source that was read whole before: it must fail, store nothing and keep every figure."""
+    before, figures = dump(db), rows(db, "select id, figure_key, status from measurement order by id")
+    result = refresh(db, server, source, "--json", graphql=graphql, check=False)
+    summary = json.loads(result.stdout)[0]
+    assert result.returncode == 1 and summary["status"] == "failed", result.stdout
+    assert (summary["new"], summary["changed"], summary["withdrawn"]) == (0, 0, 0)
+    assert rows(db, "select id, figure_key, status from measurement order by id") == figures
+    assert dump(db) == before  # no post, snapshot or figure of that run
+    last = rows(db, "select status, error from refresh_run order by id desc limit 1")[0]
+    assert last == {"status": "failed", "error": summary["error"]}  # the run log keeps the reason and the counts
+    return summary
+
+
+def test_missing_load_more_form_fails_the_source_and_withdraws_nothing(served):
+    db, server = served
+    assert json.loads(refresh(db, server, "llamacpp-4167", "--json").stdout)[0]["new"] > 0
+    page = server.body(PAGE_4167)
+    assert len(LOAD_MORE.findall(page)) == 1
+    server.override(PAGE_4167, LOAD_MORE.sub(b"", page))  # GitHub renamed the form, say
+    summary = fails_and_changes_nothing(db, server, "llamacpp-4167")
+    assert summary["error"] == ('incomplete: read 10 of 21 comments; the page\'s "Load more" form was not found '
+                                'after page 1')
+
+
+def test_truncated_fragment_that_still_parses_fails_the_source(served):
+    db, server = served
+    refresh(db, server, "llamacpp-4167")
+    after = json.loads((FIXTURES / "4167" / "routes.json").read_text())[1]["query"]["after"]
+    fragment = server.body(PAGES_4167, after=after)
+    server.override(PAGES_4167, fragment[: len(fragment) // 2], after=after)  # cut, and the next form with it
+    summary = fails_and_changes_nothing(db, server, "llamacpp-4167")
+    assert summary["error"].startswith("incomplete: read ") and " of 21 comments" in summary["error"]
+
+
+def test_stated_count_that_disagrees_fails_the_source(served):
+    db, server = served
+    refresh(db, server, "llamacpp-4167")
+    page = server.body(PAGE_4167)
+    server.override(PAGE_4167, page.replace(b"<span>21 comments</span>", b"<span>22 comments</span>"))
+    summary = fails_and_changes_nothing(db, server, "llamacpp-4167")
+    assert summary["error"].startswith("incomplete: read 21 of 22 comments")
+
+
+def test_graphql_answer_that_drops_a_node_fails_the_source(served):
+    db, server = served
+    refresh(db, server, "llamacpp-4167", graphql=True)
+    answer = graphql_answer(4167, 1)
+    del answer["data"]["repository"]["discussion"]["comments"]["nodes"][3]
+    server.override_graphql(4167, json.dumps(answer).encode(), after=cursor_of(4167, 1))
+    summary = fails_and_changes_nothing(db, server, "llamacpp-4167", graphql=True)
+    assert summary["error"].startswith("incomplete: read 20 of 21 comments")
+
+
+def many_replies(server, count: int, *, dropped: int = 0) -> str:
+    """Give comment 14731036 of 16578 `count` replies over GraphQL: 100 in the discussion answer, the rest in
+    one replies answer (less `dropped` nodes). Returns the comment's permalink."""
+    answer = graphql_answer(16578, 0)
+    comment = next(c for c in answer["data"]["repository"]["discussion"]["comments"]["nodes"]
+                   if c["databaseId"] == 14731036)
+    template = comment["replies"]["nodes"][0]
+    replies = [{**template, "databaseId": 90_000_000 + i, "body": f"thanks {i}", "bodyHTML": f"<p>thanks {i}</p>",
+                "url": f"{comment['url'][:comment['url'].index('#')]}#discussioncomment-{90_000_000 + i}"}
+               for i in range(count)]
+    comment["replies"] = {"totalCount": count, "pageInfo": {"hasNextPage": True, "endCursor": "R100"},
+                          "nodes": replies[:100]}
+    rest = {"data": {"node": {"databaseId": 14731036, "replies": {
+        "totalCount": count, "pageInfo": {"hasNextPage": False, "endCursor": "R150"},
+        "nodes": replies[100 + dropped:]}}}}
+    server.override_graphql(16578, json.dumps(answer).encode())
+    server.override_graphql(comment["id"], json.dumps(rest).encode(), after="R100")
+    return comment["url"]
+
+
+def test_graphql_reads_150_replies_to_the_end(served):
+    db, server = served
+    many_replies(server, 150)
+    summary = json.loads(refresh(db, server, "llamacpp-16578", "--json", graphql=True).stdout)[0]
+    assert summary["status"] == "ok" and summary["requests"] == 2  # the discussion, then the comment's replies
+    assert rows(db, "select count(*) n from post where parent_external_id = '14731036' and status = 'active'") \
+        == [{"n": 150}]
+    posted = [json.loads(r.body)["variables"] for r in server.requests_to("/graphql")]
+    assert posted[1]["after"] == "R100" and posted[1]["id"].startswith("DC_")
+
+
+def test_graphql_replies_short_of_their_count_fail_the_source(served):
+    db, server = served
+    refresh(db, server, "llamacpp-16578", graphql=True)
+    many_replies(server, 150, dropped=1)
+    summary = fails_and_changes_nothing(db, server, "llamacpp-16578", graphql=True)
+    assert summary["error"].startswith("incomplete: read 149 of 150 replies to comment 14731036")
+
+
+def test_without_a_stated_count_absence_withdraws_nothing(served):
+    db, server = served
+    refresh(db, server, "llamacpp-16578")
+    kept = active(db, REMOVED)
+    soup = BeautifulSoup(server.body(PAGE_16578), "lxml")
+    soup.find(id="discussioncomment-14804653").decompose()
+    soup.find(id="discussion-comment-count").decompose()
+    server.override(PAGE_16578, str(soup).encode())
+    result = refresh(db, server, "llamacpp-16578")
+    assert "ok via html" in result.stdout and "0 withdrawn" in result.stdout
+    assert "note: the source states no count of comments, replies: posts missing from this read were not " \
+           "withdrawn" in result.stdout
+    assert active(db, REMOVED) == kept and kept

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import socket
 import time
 import traceback
@@ -11,7 +12,7 @@ import pytest
 import requests
 
 from fixture_server import Fault, FixtureServer, fixture_server  # noqa: F401  (pytest fixture)
-from tpsdb.collect.http import FetchError, PoliteSession
+from tpsdb.collect.http import FetchError, PoliteSession, redact
 
 PAGE = "/ggml-org/llama.cpp/discussions/4167"
 TOKEN = "ghp_s3cretT0kenThatMustNeverLeak"
@@ -221,3 +222,23 @@ def test_token_is_sent_but_never_kept_or_shown():
         for raised in (failed, refused):
             assert raised.value.__cause__ is None and raised.value.__context__ is None
             assert TOKEN not in _everything_about(raised.value)
+
+
+@pytest.mark.parametrize("tail", ["\r", "\n", "\r\n", "\u20ac"], ids=["cr", "lf", "crlf", "euro"])
+def test_d5_a_refused_header_never_quotes_the_token(fixture_server, tail):
+    # requests quotes a header value with a CR or LF back with repr() ('bearer TOKEN\r'); http.client names a
+    # non-Latin-1 character. Whatever the rendering, the token is redacted from the error.
+    session = fast_session(max_attempts=2)
+    with pytest.raises(FetchError) as refused:
+        session.post_json(fixture_server.api_url, {}, headers={"Authorization": f"bearer {TOKEN}{tail}"})
+    text = _everything_about(refused.value)
+    assert TOKEN not in text and TOKEN[4:20] not in text
+    assert refused.value.__cause__ is None and refused.value.__context__ is None
+
+
+def test_d5_redaction_catches_raw_and_escaped_renderings():
+    secret = f"bearer {TOKEN}\r\n"
+    renderings = [secret, repr(secret), json.dumps(secret), repr(TOKEN + "\r"), TOKEN, f"'bearer {TOKEN}\\r'"]
+    text = redact(" | ".join(renderings), [secret])
+    assert TOKEN not in text and "[redacted]" in text
+    assert redact("nothing secret here", [secret]) == "nothing secret here"

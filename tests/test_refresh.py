@@ -1,10 +1,13 @@
 """`tpsdb refresh` on the three fixture threads, served by a real local HTTP server, with both transports."""
 
 import json
+import os
+import socket
+import subprocess
 
 import pytest
 
-from conftest import run_cli
+from conftest import ROOT, run_cli
 from refresh_helpers import SOURCES, TOKEN, dump, refresh, rows, truth_items
 from tpsdb.collect.machines import canonical_hardware
 from tpsdb.sources import load_sources
@@ -124,3 +127,75 @@ def test_second_run_adds_nothing(tmp_path):
         assert all("if-none-match" in {k.lower() for k in r.headers} for r in server.requests)
         assert sum(s["requests"] for s in summaries) == sum(s["not_modified"] for s in summaries) == len(server.requests)
     assert dump(db) == before
+
+
+# --- D5: the token, read clean or refused unshown -------------------------------------------------------------
+@pytest.mark.parametrize("written", [TOKEN + "\r", TOKEN + "\n", f"  {TOKEN}\r\n"], ids=["cr", "lf", "spaces-crlf"])
+def test_d5_token_with_surrounding_whitespace_is_read_clean(tmp_path, written):
+    from fixture_server import FixtureServer
+
+    db = tmp_path / "token.sqlite"
+    run_cli("init", "--no-seed", db=db)
+    with FixtureServer(token=TOKEN) as server:  # answers only the exact token
+        result = refresh(db, server, "llamacpp-16578", graphql=True, TPSDB_GITHUB_TOKEN=written)
+    assert "ok via graphql" in result.stdout
+    assert TOKEN not in dump(db) + result.stdout + result.stderr + json.dumps(rows(db, "select * from refresh_run"))
+
+
+@pytest.mark.parametrize("written", [TOKEN[:9] + "\r" + TOKEN[9:], TOKEN + "\x1b", TOKEN[:9] + "\u20ac" + TOKEN[9:]],
+                         ids=["inner-cr", "escape", "euro"])
+def test_d5_token_with_a_control_or_non_ascii_character_is_refused_unshown(tmp_path, written):
+    from fixture_server import FixtureServer
+
+    db = tmp_path / "token.sqlite"
+    run_cli("init", "--no-seed", db=db)
+    with FixtureServer(token=TOKEN) as server:
+        result = refresh(db, server, "llamacpp-16578", graphql=True, check=False, TPSDB_GITHUB_TOKEN=written)
+        assert server.requests == []  # refused before anything was sent
+    assert result.returncode == 1
+    assert "error: TPSDB_GITHUB_TOKEN: the token holds a" in result.stdout and "(the token is not shown)" in result.stdout
+    everything = dump(db) + result.stdout + result.stderr + json.dumps(rows(db, "select * from refresh_run"))
+    assert TOKEN[:9] not in everything and TOKEN[9:] not in everything
+
+
+# --- X7 (D15): the refresh lock never follows a planted link ---------------------------------------------------
+@pytest.mark.parametrize("link", ["symlink", "hardlink", "dangling"])
+def test_x7_refresh_lock_refuses_a_planted_link(tmp_path, link):
+    db = tmp_path / "x.sqlite"
+    run_cli("init", "--no-seed", db=db)
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious\n")
+    lock = db.with_suffix(".refresh.lock")
+    if link == "symlink":
+        lock.symlink_to(victim)
+    elif link == "hardlink":
+        os.link(victim, lock)
+    else:
+        lock.symlink_to(tmp_path / "created-through-the-link.txt")
+    result = run_cli("reparse", db=db, check=False)
+    assert result.returncode == 2
+    assert result.stderr.startswith(f"error: {lock}: cannot use it as the refresh lock") and "Traceback" not in \
+        result.stderr
+    assert victim.read_text() == "precious\n"
+    assert not (tmp_path / "created-through-the-link.txt").exists()
+
+
+def test_x7_refresh_lock_is_git_ignored():
+    ignored = subprocess.run(["git", "check-ignore", "-q", "data/tpsdb.refresh.lock"], cwd=ROOT)
+    assert ignored.returncode == 0
+
+
+# --- first-use review, finding 16: a failed refresh rewrites no source row -----------------------------------
+def test_failed_refresh_leaves_the_source_rows_as_they_were(tmp_path):
+    db = tmp_path / "seeded.sqlite"
+    run_cli("init", db=db)  # the seed holds 4167 without its key, title or licence
+    before = rows(db, "select * from source order by id")
+    with socket.socket() as closed:  # a port nothing listens on: the network is down
+        closed.bind(("127.0.0.1", 0))
+        offline = f"http://127.0.0.1:{closed.getsockname()[1]}"
+    env = {"TPSDB_GITHUB_URL": offline, "TPSDB_GITHUB_API_URL": offline + "/graphql", "TPSDB_GITHUB_TOKEN": "",
+           "GITHUB_TOKEN": "", "TPSDB_HTTP_PAUSE_S": "0", "TPSDB_HTTP_BACKOFF_S": "0.01", "TPSDB_HTTP_MAX_ATTEMPTS": "1"}
+    result = run_cli("refresh", "llamacpp-4167", db=db, env=env, check=False)
+    assert result.returncode == 1 and "failed" in result.stdout
+    assert rows(db, "select * from source order by id") == before
+    assert rows(db, "select status from refresh_run") == [{"status": "failed"}]
