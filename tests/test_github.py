@@ -20,7 +20,10 @@ from tpsdb.collect.github import (
     next_page_url,
     posts_from_graphql,
     posts_from_html,
+    read_graphql_thread,
+    read_html_thread,
 )
+from tpsdb.collect.completeness import Count
 from tpsdb.collect.http import FetchError, PoliteSession
 
 OWNER, REPO = "ggml-org", "llama.cpp"
@@ -277,3 +280,38 @@ def test_flags_and_bodies_of_replies_stay_with_the_reply():
     assert not comment.edited and not comment.minimized
     assert (answer.kind, answer.parent_id, answer.author) == ("reply", "1", "replier")
     assert answer.edited and answer.minimized and answer.body_html == "<p>reply 2.5 t/s</p>"
+
+
+# --- issue 14: a read states how complete it is ----------------------------------------------------------------
+@pytest.mark.parametrize("number", NUMBERS)
+def test_reads_of_the_fixture_threads_are_complete(server, session, number):
+    expected = expected_posts(number)
+    comments = sum(e["kind"] == "comment" for e in expected)
+    html_posts, html_read = read_html_thread([p.body for p in read_html(server, session, number)], OWNER, REPO, number)
+    graphql_posts, graphql_read = read_graphql_thread([p.body for p in read_graphql(server, session, number)],
+                                                      OWNER, REPO, number)
+    assert html_read.verified and graphql_read.verified and html_read.problem() is None
+    assert html_read.counts[0] == Count("comments", comments, comments, html_read.counts[0].hint)
+    assert graphql_read.counts[0].read == graphql_read.counts[0].stated == comments
+    replies = {e["parent"] for e in expected if e["kind"] == "reply"}
+    assert {c.what for c in graphql_read.counts[1:] if c.stated} == {f"replies to comment {p}" for p in replies}
+
+
+@pytest.mark.parametrize("header, stated", [
+    ("<span>1 comment</span><span>1 reply</span>", (1, 1)),
+    ("<span>1,234 comments</span><span>&middot;</span><span>12,001 replies</span>", (1234, 12001)),
+    ("<span>7 comments</span>", (7, None)),  # no reply count stated: none assumed
+    ("<span>1.2k comments</span>", (None, None)),  # abbreviated: no exact count
+])
+def test_stated_counts_tolerate_singulars_and_thousands_separators(header, stated):
+    opening = synthetic_post("discussion-9", "op", "<p>opening</p>")
+    page = f'<html><body>{opening}<h2 id="discussion-comment-count">{header}</h2></body></html>'
+    _, read = read_html_thread([page.encode()], OWNER, REPO, 9)
+    assert tuple(c.stated for c in read.counts) == stated
+    assert read.verified is False  # nothing of that was read
+
+
+def test_a_page_without_a_count_header_states_nothing():
+    _, read = read_html_thread([f"<html><body>{synthetic_post('discussion-9', 'op', 'x')}</body></html>".encode()],
+                               OWNER, REPO, 9)
+    assert read.unstated == ["comments", "replies"] and read.problem() is None and not read.verified

@@ -299,8 +299,9 @@ def refresh(
     """Fetch sources, archive every response, and store their figures; one transaction per source.
 
     Without a token the public discussion pages are read; with GITHUB_TOKEN (or TPSDB_GITHUB_TOKEN) the GraphQL
-    API. A source that fails leaves the database as it was; the others still run. Exit status: 0 when every
-    source succeeded, 1 when one failed, 3 when another refresh holds the database.
+    API. A source that fails (a fault, or a read short of the counts the source states) leaves the database as it
+    was; the others still run. Exit status: 0 when every source succeeded, 1 when one failed, 2 when the lock
+    file is a link, 3 when another refresh holds the database.
     """
     from .refresh import due_sources, refresh_source
 
