@@ -1,8 +1,9 @@
 """A real HTTP server on 127.0.0.1 that plays GitHub from the recorded fixtures, with faults on demand.
 
 Serves every `tests/fixtures/github/**/routes.json`: GET by path (+ the `after` query), POST /graphql by
-`variables.number` (a discussion query) or `variables.id` (a comment's replies query) + `variables.after`. Responses carry an ETag (sha256 of the body) and Last-Modified, and
-conditional requests that match get 304. Every request is recorded (the Authorization header only as a flag).
+`variables.number` (a discussion query) or `variables.id` (a comment's replies query) + `variables.after`.
+Responses carry an ETag (sha256 of the body) and Last-Modified, and conditional requests that match get 304.
+Every request is recorded (the Authorization header only as a flag).
 
     with FixtureServer(token="t0ken") as server:
         server.inject("/ggml-org/llama.cpp/discussions/4167", [Fault("status", 502), Fault("reset")])
