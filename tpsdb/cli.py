@@ -112,18 +112,33 @@ def export_seed(
 @app.command()
 def reference(
     files: Annotated[list[Path], typer.Argument(help="TOML files with [[hardware]] / [[model_file]] entries.")],
+    replace: Annotated[bool, typer.Option("--replace", help="Let a file's values replace different stored ones.")] = False,
     db_url: DbOption = None,
 ) -> None:
-    """Load reference data (hardware bandwidths with their spec URL, model file sizes) from TOML files."""
+    """Load reference data (hardware bandwidths with their spec URL, model file sizes) from TOML files.
+
+    Each entry is checked like a record (unknown keys, types, finite positive numbers, http(s) URLs, parameters in
+    billions, plausible sizes). A value fills an empty field; one that differs from a stored value is an error
+    naming both, unless --replace. Any error stores nothing. Exit status: 0 stored, 2 refused, 3 database busy.
+    """
     engine = open_db(db_url)
     with Session(engine) as session:
         try:
+            lock_for_writing(session, 60)
+        except Busy as error:
+            fail(f"{_shown(engine)}: {error}", code=3)
+        try:
             for path in files:
-                counts = load_reference(session, path)
+                counts, replaced = load_reference(session, path, replace=replace)
                 typer.echo(f"{path}: {counts['hardware']} hardware, {counts['model_file']} model files", err=True)
-        except (ReferenceError, OSError) as error:
+                for change in replaced:
+                    typer.echo(f"{path}: replaced {change}", err=True)
+        except ReferenceError as error:
             session.rollback()
-            fail(str(error))
+            fail(f"{error}; nothing was stored")
+        except OSError as error:
+            session.rollback()
+            fail(f"{path}: {error.strerror}; nothing was stored")
         session.commit()
 
 
