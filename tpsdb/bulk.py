@@ -107,16 +107,24 @@ def mapped(path: Path) -> Iterator[bytes | mmap.mmap]:
         if not stat.S_ISREG(before.st_mode):
             yield file.read()
             return
-        if before.st_size < PARALLEL_MIN_BYTES:
-            # Read rather than mapped: a map gains nothing at this size, and a file truncated under a map kills the
-            # process that reads it (SIGBUS) before any error can be reported.
-            yield file.read()
-        else:
-            with mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ) as data:
-                yield data
-        after = os.fstat(file.fileno())
-        if (after.st_size, after.st_mtime_ns) != (before.st_size, before.st_mtime_ns):
-            raise RecordFileError(_CHANGED.format(path))
+        try:
+            if before.st_size < PARALLEL_MIN_BYTES:
+                # Read rather than mapped: a map gains nothing at this size, and a file truncated under a map kills
+                # the process that reads it (SIGBUS) before any error can be reported.
+                yield file.read()
+            else:
+                with mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ) as data:
+                    yield data
+        except RecordFileError:
+            _refuse_if_changed(path, file, before)  # the change is the cause, not the broken line it made
+            raise
+        _refuse_if_changed(path, file, before)
+
+
+def _refuse_if_changed(path: Path, file, before: os.stat_result) -> None:
+    after = os.fstat(file.fileno())
+    if (after.st_size, after.st_mtime_ns) != (before.st_size, before.st_mtime_ns):
+        raise RecordFileError(_CHANGED.format(path)) from None
 
 
 # The records read may mix two versions of the file (or miss its end): refuse them all.
