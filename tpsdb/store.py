@@ -484,7 +484,7 @@ class Busy(Exception):
     """Another writer held the database for longer than the caller would wait."""
 
 
-_WRITE_LOCK_KEY = zlib.crc32(b"tpsdb-add")  # PostgreSQL advisory lock of the writers of records and references
+WRITE_LOCK_KEY = zlib.crc32(b"tpsdb-add")  # PostgreSQL advisory lock of the writers of records and references
 
 
 def lock_for_writing(session: Session, timeout_s: float) -> None:
@@ -502,7 +502,7 @@ def lock_for_writing(session: Session, timeout_s: float) -> None:
             conn.exec_driver_sql("BEGIN IMMEDIATE")
         else:
             conn.exec_driver_sql(f"SET LOCAL lock_timeout = {int(timeout_s * 1000)}")
-            conn.exec_driver_sql(f"SELECT pg_advisory_xact_lock({_WRITE_LOCK_KEY})")
+            conn.exec_driver_sql(f"SELECT pg_advisory_xact_lock({WRITE_LOCK_KEY})")
             conn.exec_driver_sql("SET LOCAL lock_timeout = 0")  # the writes themselves wait as before
     except OperationalError as error:
         busy = "locked" in str(error.orig) or getattr(error.orig, "sqlstate", None) == "55P03"
