@@ -263,3 +263,28 @@ def test_add_and_validate_share_their_exit_codes(tmp_path, empty_db, record):
         assert tpsdb("validate", str(path), "--db", str(empty_db)).exit_code == code
         assert tpsdb("add", str(path), "--db", str(empty_db)).exit_code == code
     assert tpsdb("add", str(mixed), "--db", str(empty_db)).exit_code == 1  # already stored, still rejected
+
+
+# -------------------------------------------------------------------- probe rows 4 and 67: what is not a record
+@pytest.mark.parametrize("text", ["42\n", '"a string"\n', "null\n", "[[{}]]\n", '[{"foo": 1}, 5]\n', '{"foo": 1}\n42\n'])
+def test_a_json_value_that_is_not_an_object_refuses_the_file_and_stores_no_junk_row(tmp_path, empty_db, text):
+    path = tmp_path / "junk.json"
+    path.write_text(text, encoding="utf-8")
+    for name in ("validate", "add"):
+        result = tpsdb(name, str(path), "--db", str(empty_db))
+        assert result.exit_code == 2
+        assert result.stderr.startswith(f"error: {path}") and "not a record (a JSON object)" in result.stderr
+    assert rows(empty_db, "select count(*) from rejection") == [(0,)]
+
+
+def test_a_value_the_database_cannot_hold_is_one_error_line(tmp_path, empty_db, record):
+    huge = copy.deepcopy(record)
+    huge["lengths"]["generated_tokens"] = 10**20
+    result = tpsdb("add", str(write_jsonl(tmp_path / "good.jsonl", [record])),
+                   str(write_jsonl(tmp_path / "huge.jsonl", [huge])), "--db", str(empty_db))
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
+    if result.exit_code == 2:  # the validator let it through: the database refuses it, and nothing is stored
+        assert result.stderr.count("\n") == 1 and "nothing was stored" in result.stderr
+        assert rows(empty_db, "select count(*) from measurement") == [(0,)]
+    else:  # the validator refuses it: a rejection
+        assert result.exit_code == 1 and rows(empty_db, "select count(*) from rejection") == [(1,)]

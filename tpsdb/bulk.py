@@ -70,6 +70,10 @@ def _exit_with(parent: int) -> None:
     os._exit(1)
 
 
+# A file of records holds objects: anything else means it is not one (stored, it would be a junk rejection row).
+_NOT_A_RECORD = "not a record (a JSON object)"
+
+
 def _prepare_range(start: int, stop: int) -> list[tuple]:
     """Records start..stop (bytes of a JSONL file, or items of a JSON document) prepared, as plain tuples whose
     equal refs are one object: they cross the process boundary at half the pickling cost of Prepared tuples
@@ -84,14 +88,23 @@ def _prepare_range(start: int, stop: int) -> list[tuple]:
             try:
                 prepared.append(prepare_json(line, bandwidth_of=_bandwidths.get, today=today))
             except (json.JSONDecodeError, UnicodeDecodeError) as error:
-                lineno = _data[:start].count(b"\n") + offset + 1
                 why = f"not JSON ({error.msg})" if isinstance(error, json.JSONDecodeError) else "not UTF-8 text"
-                raise RecordFileError(f"{_name}:{lineno}: {why}") from None
+                raise RecordFileError(f"{_name}:{_line_number(start, offset)}: {why}") from None
+            if prepared[-1].reasons and line.lstrip()[:1] != b"{":  # JSON, but a number, a string, a list…
+                raise RecordFileError(f"{_name}:{_line_number(start, offset)}: {_NOT_A_RECORD}")
     else:
+        for index, candidate in enumerate(_items[start:stop], start):
+            if not isinstance(candidate, dict):
+                raise RecordFileError(f"{_name}[{index}]: {_NOT_A_RECORD}")
         prepared = [prepare(candidate, bandwidth_of=_bandwidths.get, today=today) for candidate in _items[start:stop]]
     shared: dict[tuple, tuple] = {}
     return [(key, reasons, columns, refs and tuple([shared.setdefault(ref, ref) for ref in refs]))
             for key, reasons, columns, refs in prepared]
+
+
+def _line_number(start: int, offset: int) -> int:
+    """The line number, in the file, of line `offset` of the range that begins at byte `start`."""
+    return _data[:start].count(b"\n") + offset + 1
 
 
 @contextmanager

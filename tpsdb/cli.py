@@ -12,6 +12,7 @@ from typing import Annotated, Iterator, Optional
 
 import typer
 from sqlalchemy import func
+from sqlalchemy.exc import DBAPIError
 from sqlmodel import Session, select
 
 from . import cli_publish, config, db
@@ -229,6 +230,10 @@ def add(
             session.commit()
         except RecordFileError as error:
             fail(f"{error}; nothing was stored")
+        except (OverflowError, DBAPIError) as error:  # a value the database cannot hold, a full disk…
+            why = str(getattr(error, "orig", None) or error).splitlines()[0]  # not the thousands of parameters
+            fail(f"{_shown(engine)}: cannot store the records of {', '.join(map(str, files))}: {why}; "
+                 "nothing was stored")
         finally:
             gc.enable()
     typer.echo(_stored_line(counts))
