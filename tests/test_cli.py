@@ -60,10 +60,14 @@ def test_add_is_idempotent_and_keeps_rejections(tmp_path, empty_db, record):
     bad = copy.deepcopy(record)
     bad["software"].pop("version")
     path = write_jsonl(tmp_path / "in.jsonl", many_records(record, 3) + [bad])
-    first = run_cli("add", str(path), db=empty_db).stdout
-    assert "3 measurements added" in first and "1 rejections added" in first
+    first = run_cli("add", str(path), db=empty_db, check=False)
+    assert first.returncode == 1  # a rejection: as validate says (issue 13 item 5)
+    assert "3 measurements added" in first.stdout and "1 rejections added" in first.stdout
+    assert f"{path}[3]: software.version: missing" in first.stdout
     dump_before = run_cli("export", db=empty_db).stdout
-    second = run_cli("add", str(path), db=empty_db).stdout
+    second = run_cli("add", str(path), db=empty_db, check=False)
+    assert second.returncode == 1
+    second = second.stdout
     assert "0 measurements added, 3 already stored" in second and "0 rejections added, 1 already stored" in second
     assert run_cli("export", db=empty_db).stdout == dump_before
     rejections = [json.loads(line) for line in run_cli("export", "--rejections", db=empty_db).stdout.splitlines()]
@@ -129,7 +133,7 @@ def test_validate_and_add_use_the_reference_bandwidth_for_the_ceiling(tmp_path, 
     assert result.returncode == 1 and result.stdout.strip().endswith("tokens_per_second: above_ceiling")
     assert run_cli("validate", str(path), "--db", str(tmp_path / "absent.sqlite"), check=False).returncode == 0
     assert not (tmp_path / "absent.sqlite").exists()
-    assert "1 rejections added" in run_cli("add", str(path), db=seeded).stdout
+    assert "1 rejections added" in run_cli("add", str(path), db=seeded, check=False).stdout
 
 
 def records_for_bytes(record, size):
@@ -150,18 +154,21 @@ def test_large_files_are_validated_in_worker_processes_with_the_same_results(tmp
     checked = run_cli("validate", str(path), check=False)
     assert checked.returncode == 1
     assert checked.stdout == f'{path}[{n // 2}]: quantization: not a named format ("4-bit")\n'
-    out = run_cli("add", str(path), db=empty_db).stdout
+    added = run_cli("add", str(path), db=empty_db, check=False)
+    assert added.returncode == 1
+    out = added.stdout
     assert f"{n} measurements added" in out and "1 rejections added" in out
     as_array = tmp_path / "array.sqlite"  # the same records as one JSON document
     run_cli("init", "--no-seed", db=as_array)
     document = tmp_path / "big.json"
     document.write_text(json.dumps(records, indent=1), encoding="utf-8")
-    run_cli("add", str(document), db=as_array)
+    assert run_cli("add", str(document), db=as_array, check=False).returncode == 1
     small = tmp_path / "small.sqlite"  # the same records one file at a time below the threshold: same export
     run_cli("init", "--no-seed", db=small)
     per_file = records_for_bytes(record, PARALLEL_MIN_BYTES) // 2
     for start in range(0, len(records), per_file):
-        run_cli("add", str(write_jsonl(tmp_path / f"part{start}.jsonl", records[start:start + per_file])), db=small)
+        run_cli("add", str(write_jsonl(tmp_path / f"part{start}.jsonl", records[start:start + per_file])), db=small,
+                check=False)
     for other in (as_array, small):
         assert run_cli("export", db=other).stdout == run_cli("export", db=empty_db).stdout
         assert run_cli("export", "--rejections", db=other).stdout == run_cli("export", "--rejections", db=empty_db).stdout

@@ -10,16 +10,20 @@ record is stored, and its memory does not grow with the file.
 
 from __future__ import annotations
 
+import codecs
 import gc
 import json
 import mmap
 import multiprocessing
 import os
 import re
+import stat
+import sys
 import threading
 import time
 from collections import deque
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from itertools import chain, islice
@@ -66,6 +70,10 @@ def _exit_with(parent: int) -> None:
     os._exit(1)
 
 
+# A file of records holds objects: anything else means it is not one (stored, it would be a junk rejection row).
+_NOT_A_RECORD = "not a record (a JSON object)"
+
+
 def _prepare_range(start: int, stop: int) -> list[tuple]:
     """Records start..stop (bytes of a JSONL file, or items of a JSON document) prepared, as plain tuples whose
     equal refs are one object: they cross the process boundary at half the pickling cost of Prepared tuples
@@ -80,33 +88,71 @@ def _prepare_range(start: int, stop: int) -> list[tuple]:
             try:
                 prepared.append(prepare_json(line, bandwidth_of=_bandwidths.get, today=today))
             except (json.JSONDecodeError, UnicodeDecodeError) as error:
-                lineno = _data[:start].count(b"\n") + offset + 1
                 why = f"not JSON ({error.msg})" if isinstance(error, json.JSONDecodeError) else "not UTF-8 text"
-                raise RecordFileError(f"{_name}:{lineno}: {why}") from None
+                raise RecordFileError(f"{_name}:{_line_number(start, offset)}: {why}") from None
+            if prepared[-1].reasons and line.lstrip()[:1] != b"{":  # JSON, but a number, a string, a list…
+                raise RecordFileError(f"{_name}:{_line_number(start, offset)}: {_NOT_A_RECORD}")
     else:
+        for index, candidate in enumerate(_items[start:stop], start):
+            if not isinstance(candidate, dict):
+                raise RecordFileError(f"{_name}[{index}]: {_NOT_A_RECORD}")
         prepared = [prepare(candidate, bandwidth_of=_bandwidths.get, today=today) for candidate in _items[start:stop]]
     shared: dict[tuple, tuple] = {}
     return [(key, reasons, columns, refs and tuple([shared.setdefault(ref, ref) for ref in refs]))
             for key, reasons, columns, refs in prepared]
 
 
+def _line_number(start: int, offset: int) -> int:
+    """The line number, in the file, of line `offset` of the range that begins at byte `start`."""
+    return _data[:start].count(b"\n") + offset + 1
+
+
 @contextmanager
 def mapped(path: Path) -> Iterator[bytes | mmap.mmap]:
-    """The bytes of a file, mapped: read by the page, shared with forked workers. Raises OSError."""
+    """The bytes of a file: a large regular file mapped (read by the page, shared with forked workers), anything
+    else read whole: `-` (standard input), a pipe, a FIFO, /dev/stdin, <(…), whose size says nothing, and a small
+    file. Raises OSError; RecordFileError when the file changed while it was read."""
+    if str(path) == "-":
+        yield sys.stdin.buffer.read()
+        return
     with path.open("rb") as file:
-        if os.fstat(file.fileno()).st_size == 0:  # an empty file cannot be mapped
-            yield b""
+        before = os.fstat(file.fileno())
+        if not stat.S_ISREG(before.st_mode):
+            yield file.read()
             return
-        with mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ) as data:
-            yield data
+        try:
+            if before.st_size < PARALLEL_MIN_BYTES:
+                # Read rather than mapped: a map gains nothing at this size, and a file truncated under a map kills
+                # the process that reads it (SIGBUS) before any error can be reported.
+                yield file.read()
+            else:
+                with mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ) as data:
+                    yield data
+        except RecordFileError:
+            _refuse_if_changed(path, file, before)  # the change is the cause, not the broken line it made
+            raise
+        _refuse_if_changed(path, file, before)
+
+
+def _refuse_if_changed(path: Path, file, before: os.stat_result) -> None:
+    after = os.fstat(file.fileno())
+    if (after.st_size, after.st_mtime_ns) != (before.st_size, before.st_mtime_ns):
+        raise RecordFileError(_CHANGED.format(path)) from None
+
+
+# The records read may mix two versions of the file (or miss its end): refuse them all.
+_CHANGED = "{}: the file changed while it was read (truncated or rewritten by another process)"
+_WORKER_DIED = ("{}: a worker process reading the file died: the file was truncated or changed meanwhile, "
+                "or the worker was killed")
 
 
 _NON_SPACE = re.compile(rb"\S")
 
 
-def _document_items(name: str, data: bytes | mmap.mmap) -> list | None:
-    """The items of a file that holds one JSON value (an object, or a list of them); None for JSONL."""
-    first = _NON_SPACE.search(data)
+def _document_items(name: str, data: bytes | mmap.mmap, start: int) -> list | None:
+    """The items of a file that holds one JSON value (an object, or a list of them); None for JSONL.
+    `start`: where the text begins (after a byte-order mark)."""
+    first = _NON_SPACE.search(data, start)
     if first is None:
         return []
     newline = data.find(b"\n", first.start())
@@ -117,7 +163,7 @@ def _document_items(name: str, data: bytes | mmap.mmap) -> list | None:
         except ValueError:
             pass  # a value written over several lines
     try:
-        value = json.loads(data[:].decode("utf-8"))
+        value = json.loads(data[start:].decode("utf-8"))
     except UnicodeDecodeError:
         raise RecordFileError(f"{name}: not UTF-8 text") from None
     except json.JSONDecodeError as error:
@@ -125,8 +171,8 @@ def _document_items(name: str, data: bytes | mmap.mmap) -> list | None:
     return value if isinstance(value, list) else [value]
 
 
-def _line_ranges(data: bytes | mmap.mmap) -> list[tuple[int, int]]:
-    ranges, start = [], 0
+def _line_ranges(data: bytes | mmap.mmap, start: int) -> list[tuple[int, int]]:
+    ranges = []
     while start < len(data):
         newline = data.find(b"\n", start + RANGE_BYTES)
         stop = len(data) if newline == -1 else newline + 1
@@ -139,11 +185,13 @@ def prepared_records(name: str, data: bytes | mmap.mmap, bandwidths: dict[str, f
     """Every record of a JSON or JSONL file, validated, in file order (worker processes for large files).
 
     The one reader of record files (`add` and `validate`): one JSON value (an object or a list), else JSONL,
-    whose blank lines are skipped; a line that is not JSON refuses the whole file, naming the line.
+    whose blank lines are skipped; a line that is not JSON refuses the whole file, naming the line. A UTF-8
+    byte-order mark (written by some Windows editors) is skipped.
     """
-    items = _document_items(name, data)
+    start = len(codecs.BOM_UTF8) if data[:len(codecs.BOM_UTF8)] == codecs.BOM_UTF8 else 0
+    items = _document_items(name, data, start)
     if items is None:
-        ranges = _line_ranges(data)
+        ranges = _line_ranges(data, start)
     else:
         ranges = [(start, min(start + RANGE_ITEMS, len(items))) for start in range(0, len(items), RANGE_ITEMS)]
     if len(data) < PARALLEL_MIN_BYTES or (os.cpu_count() or 1) < 2:
@@ -153,9 +201,13 @@ def prepared_records(name: str, data: bytes | mmap.mmap, bandwidths: dict[str, f
     fork = "fork" in multiprocessing.get_all_start_methods()
     context = multiprocessing.get_context("fork" if fork else None)
     shared = data if fork or isinstance(data, bytes) else data[:]  # a map is inherited by fork, never pickled
-    with ProcessPoolExecutor(max_workers=WORKERS, mp_context=context, initializer=_start_worker,
-                             initargs=(os.getpid(), name, shared, items, bandwidths)) as pool:
-        yield from map(Prepared._make, chain.from_iterable(_in_order(pool, ranges)))
+    try:
+        with ProcessPoolExecutor(max_workers=WORKERS, mp_context=context, initializer=_start_worker,
+                                 initargs=(os.getpid(), name, shared, items, bandwidths)) as pool:
+            yield from map(Prepared._make, chain.from_iterable(_in_order(pool, ranges)))
+    except BrokenProcessPool:
+        # A worker died: reading a mapped file that was truncated meanwhile ends it with SIGBUS.
+        raise RecordFileError(_WORKER_DIED.format(name)) from None
 
 
 def _in_order(pool: ProcessPoolExecutor, ranges: list[tuple[int, int]]) -> Iterator[list[tuple]]:

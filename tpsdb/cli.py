@@ -12,6 +12,7 @@ from typing import Annotated, Iterator, Optional
 
 import typer
 from sqlalchemy import func
+from sqlalchemy.exc import DBAPIError
 from sqlmodel import Session, select
 
 from . import cli_publish, config, db
@@ -23,7 +24,7 @@ from .query import QueryError, render, run_readonly
 from .record import RecordFileError, Via
 from .reference import ReferenceError, load_reference
 from .bulk import mapped, prepared_records
-from .store import Prepared, Store, iter_measurement_records, iter_rejections
+from .store import Busy, Prepared, Store, iter_measurement_records, iter_rejections, lock_for_writing
 
 app = typer.Typer(
     help="tpsdb: LLM inference speed figures (tokens/s) kept with their six conditions and their provenance.",
@@ -33,12 +34,17 @@ app = typer.Typer(
 )
 
 def records_of(path: Path, bandwidths: dict[str, float]) -> Iterator[Prepared]:
-    """The records of one file, validated (see tpsdb.bulk); an unreadable file is a clear error."""
+    """The records of one file (`-`: standard input), validated (see tpsdb.bulk); an unreadable file is a clear
+    error, a file without records a warning."""
+    count = 0
     try:
         with mapped(path) as data:
-            yield from prepared_records(str(path), data, bandwidths)
+            for count, prepared in enumerate(prepared_records(str(path), data, bandwidths), 1):
+                yield prepared
     except OSError as error:
         fail(f"{path}: {error.strerror}")
+    if count == 0:
+        typer.echo(f"warning: 0 records in {path}", err=True)
 
 
 # ----------------------------------------------------------------------------------------------- database
@@ -107,18 +113,33 @@ def export_seed(
 @app.command()
 def reference(
     files: Annotated[list[Path], typer.Argument(help="TOML files with [[hardware]] / [[model_file]] entries.")],
+    replace: Annotated[bool, typer.Option("--replace", help="Let a file's values replace different stored ones.")] = False,
     db_url: DbOption = None,
 ) -> None:
-    """Load reference data (hardware bandwidths with their spec URL, model file sizes) from TOML files."""
+    """Load reference data (hardware bandwidths with their spec URL, model file sizes) from TOML files.
+
+    Each entry is checked like a record (unknown keys, types, finite positive numbers, http(s) URLs, parameters in
+    billions, plausible sizes). A value fills an empty field; one that differs from a stored value is an error
+    naming both, unless --replace. Any error stores nothing. Exit status: 0 stored, 2 refused, 3 database busy.
+    """
     engine = open_db(db_url)
     with Session(engine) as session:
         try:
+            lock_for_writing(session, 60)
+        except Busy as error:
+            fail(f"{_shown(engine)}: {error}", code=3)
+        try:
             for path in files:
-                counts = load_reference(session, path)
+                counts, replaced = load_reference(session, path, replace=replace)
                 typer.echo(f"{path}: {counts['hardware']} hardware, {counts['model_file']} model files", err=True)
-        except (ReferenceError, OSError) as error:
+                for change in replaced:
+                    typer.echo(f"{path}: replaced {change}", err=True)
+        except ReferenceError as error:
             session.rollback()
-            fail(str(error))
+            fail(f"{error}; nothing was stored")
+        except OSError as error:
+            session.rollback()
+            fail(f"{path}: {error.strerror}; nothing was stored")
         session.commit()
 
 
@@ -160,46 +181,67 @@ def _reference_bandwidths(db_url: str | None) -> dict[str, float] | None:
         db.require_schema(engine)
     except db.DatabaseError:
         return None
-    return _bandwidths(engine)
-
-
-def _bandwidths(engine) -> dict[str, float]:
-    """Hardware name -> bandwidth, for the ceiling check of records validated away from the database."""
     with Session(engine) as session:
-        rows = session.exec(select(Hardware.name, Hardware.memory_bandwidth_gbs)).all()
+        return _bandwidths(session)
+
+
+def _bandwidths(session: Session) -> dict[str, float]:
+    """Hardware name -> bandwidth, for the ceiling check of records validated away from the database."""
+    rows = session.exec(select(Hardware.name, Hardware.memory_bandwidth_gbs)).all()
     return {name: bandwidth for name, bandwidth in rows if bandwidth}
 
 
 @app.command()
 def add(
-    files: Annotated[list[Path], typer.Argument(help="JSON or JSONL files of records (format v1).")],
+    files: Annotated[list[Path], typer.Argument(help="JSON or JSONL files of records (format v1); - reads standard input.")],
     db_url: DbOption = None,
+    timeout: Annotated[float, typer.Option("--timeout", help="Seconds to wait while another process writes.")] = 60,
 ) -> None:
     """Store records: accepted ones as measurements, rejected ones as rejections with their reasons.
 
     Adding the same file twice changes nothing. All files go in one transaction: on an error nothing is written.
+    A record whose model or hardware facts (params_b, active_params_b, memory_gb, gpu_cores) differ from those
+    already stored is kept as a rejection naming both values. Exit status: 0 when every record is accepted,
+    1 when any is rejected, 2 on unreadable input (nothing stored), 3 when another add held the database for
+    longer than --timeout.
     """
     engine = open_db(db_url)
     counts: Counter = Counter()
-    bandwidths = _bandwidths(engine)
     with Session(engine) as session:
+        try:
+            lock_for_writing(session, timeout)  # before anything is read: a concurrent add's rows are then seen
+        except Busy as error:
+            fail(f"{_shown(engine)}: {error}", code=3)
         store = Store(session)
+        bandwidths = _bandwidths(session)
         # Records and rows hold no reference cycles; the cyclic GC would only rescan every object a bulk add
         # creates, over and over (measured: more than half the time of a 100,000-record add).
         gc.disable()
         try:
             for path in files:
                 for index, prepared in enumerate(records_of(path, bandwidths), 1):
-                    counts[store.put_prepared(prepared).outcome] += 1
+                    result = store.put_prepared(prepared)
+                    counts[result.outcome] += 1
+                    if result.reasons:  # as validate prints them, with the reasons only the database knows
+                        typer.echo(f"{path}[{index - 1}]: " + "; ".join(result.reasons))
                     if index % 20000 == 0:
                         typer.echo(f"{path}: {index} records", err=True)
             store.flush()
             session.commit()
         except RecordFileError as error:
             fail(f"{error}; nothing was stored")
+        except (OverflowError, DBAPIError) as error:  # a value the database cannot hold, a full disk…
+            why = str(getattr(error, "orig", None) or error).splitlines()[0]  # not the thousands of parameters
+            fail(f"{_shown(engine)}: cannot store the records of {', '.join(map(str, files))}: {why}; "
+                 "nothing was stored")
         finally:
             gc.enable()
     typer.echo(_stored_line(counts))
+    raise typer.Exit(1 if counts["rejected"] or counts["rejected_unchanged"] else 0)
+
+
+def _shown(engine) -> str:
+    return engine.url.render_as_string(hide_password=True)
 
 
 def _stored_line(counts: Counter) -> str:

@@ -1,65 +1,256 @@
 """Reference data kept by hand in data/reference/*.toml: hardware (bandwidth with the page that states it) and
-model files (sizes with their source). Loading is an upsert by name, so the files stay the one truth."""
+model files (sizes with their source).
+
+Each entry is checked as a record is: unknown keys, types, finite positive numbers, http(s) URLs, parameters in
+billions and plausible file sizes (the record's own checks). An entry fills what the database leaves empty; a
+value that differs from a stored one is refused, naming both, unless the caller asks to replace it (D17). A file
+with any bad entry stores nothing.
+"""
 
 from __future__ import annotations
 
+import json
 import tomllib
 from pathlib import Path
+from typing import Annotated, Any
+from urllib.parse import urlsplit
 
-from sqlmodel import Session
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
+from sqlmodel import Session, select
 
-from .models import Model
-from .store import Store
-
-HARDWARE_FIELDS = ("vendor", "memory_gb", "memory_bandwidth_gbs", "bandwidth_source_url", "bandwidth_quote",
-                   "gpu_cores", "notes")
+from .models import Hardware, Model, ModelFile
+from .record import named_quantization, validate
+from .store import Store, conflict_reason, differs
 
 
 class ReferenceError(ValueError):
     pass
 
 
-def load_reference(session: Session, path: Path) -> dict[str, int]:
-    """Upsert the [[hardware]] and [[model_file]] entries of one TOML file. Returns counts by kind.
+def web_url_problem(url: str) -> str | None:
+    """Why a URL cannot be cited as a source page (None when it can): http(s) only, a host, no credentials, no
+    spaces or control characters. (record.py checks source URLs inside its validator, with no function to reuse.)"""
+    parts = urlsplit(url)
+    if parts.scheme.lower() not in ("http", "https") or not parts.hostname or "." not in parts.hostname:
+        return "not an http(s) URL"
+    if parts.username is not None or parts.password is not None:
+        return "an http(s) URL must not carry a user name or password"
+    if any(c.isspace() or ord(c) < 32 or ord(c) == 127 for c in url):
+        return "an http(s) URL must not hold spaces or control characters"
+    return None
 
-    Rows are found or created by the Store, as for every record, so a reference size and a record's size meet
-    on the same model file; the reference then overwrites what it states."""
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except tomllib.TOMLDecodeError as error:
-        raise ReferenceError(f"{path}: not valid TOML ({error})") from error
+
+def _web_url(url: str) -> str:
+    problem = web_url_problem(url)
+    if problem:
+        raise ValueError(problem)
+    return url
+
+
+def _format_name(value: str) -> str:
+    name = named_quantization(value)
+    if name is None:
+        raise ValueError("not a named format")
+    return name
+
+
+Text = Annotated[str, Field(min_length=1)]
+Positive = Annotated[float, Field(gt=0)]
+Count = Annotated[int, Field(gt=0)]
+WebUrl = Annotated[str, AfterValidator(_web_url)]
+
+
+class _Entry(BaseModel):
+    # strict: a string is not a number ("800" or "fast"), a number is not a name; TOML's nan and inf are refused
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
+
+
+class HardwareEntry(_Entry):
+    name: Text
+    vendor: str | None = None
+    memory_gb: Positive | None = None
+    memory_bandwidth_gbs: Positive | None = None
+    bandwidth_source_url: WebUrl | None = None
+    bandwidth_quote: str | None = None
+    gpu_cores: Count | None = None
+    notes: str | None = None
+
+
+class ModelFileEntry(_Entry):
+    model: Text
+    quantization: Annotated[str, AfterValidator(_format_name)]
+    file_size_gb: Positive  # decimal GB
+    size_source_url: WebUrl
+    params_b: Positive | None = None  # billions
+    active_params_b: Positive | None = None
+    quote: str | None = None  # quote, quote_from, notes: for the reader of the file
+    quote_from: str | None = None
+    notes: str | None = None
+
+
+KINDS = {"hardware": HardwareEntry, "model_file": ModelFileEntry}
+
+
+def load_reference(session: Session, path: Path, replace: bool = False) -> tuple[dict[str, int], list[str]]:
+    """Store the [[hardware]] and [[model_file]] entries of one TOML file. Returns counts by kind, and the stored
+    values replaced (only with `replace`), each as "where.key: new (was old)".
+
+    Rows are found or created by the Store, as for every record, so a reference size and a record's size meet on
+    the same model file. Raises ReferenceError (one line naming the file, entries and keys) when an entry is bad or
+    states a value that differs from a stored one (unless `replace`); then nothing of the file is written.
+    """
+    entries = _entries(path)
     store = Store(session)
-    counts = {"hardware": 0, "model_file": 0}
-    for index, entry in enumerate(data.get("hardware", [])):
-        _upsert_hardware(store, entry, f"{path.name}: hardware[{index}]")
-        counts["hardware"] += 1
-    for index, entry in enumerate(data.get("model_file", [])):
-        _upsert_model_file(store, entry, f"{path.name}: model_file[{index}]")
-        counts["model_file"] += 1
+    problems, conflicts, stated_by_model = [], [], {}
+    for where, entry in entries:
+        problems += _implausible_for_stored_files(store, entry, where)
+        conflicts += _stored_conflicts(store, entry, where)
+        if isinstance(entry, ModelFileEntry):  # two entries of one file must agree on their model
+            first = stated_by_model.setdefault(entry.model, (where, entry))
+            for field in ("params_b", "active_params_b"):
+                if differs(getattr(entry, field), getattr(first[1], field)):
+                    problems.append(f"{where}.{field}: {getattr(entry, field):g} conflicts with "
+                                    f"{getattr(first[1], field):g} in {first[0]} for {entry.model}")
+    if problems or (conflicts and not replace):
+        raise ReferenceError(f"{path}: " + "; ".join(problems + ([] if replace else conflicts)))
+    counts = dict.fromkeys(KINDS, 0)
+    for where, entry in entries:
+        if isinstance(entry, HardwareEntry):
+            _put_hardware(store, entry)
+            counts["hardware"] += 1
+        else:
+            _put_model_file(store, entry)
+            counts["model_file"] += 1
     session.flush()
-    return counts
+    return counts, [_replaced(conflict) for conflict in conflicts]
 
 
-def _upsert_hardware(store: Store, entry: dict, where: str) -> None:
-    if not entry.get("name"):
-        raise ReferenceError(f"{where}.name: missing")
-    if entry.get("memory_bandwidth_gbs") is not None and not entry.get("bandwidth_source_url"):
-        raise ReferenceError(f"{where}.bandwidth_source_url: missing (a bandwidth needs the page that states it)")
-    row = store.hardware(entry["name"])
-    for field in HARDWARE_FIELDS:
-        if field in entry:
-            setattr(row, field, entry[field])
+def _entries(path: Path) -> list[tuple[str, HardwareEntry | ModelFileEntry]]:
+    """Every entry of the file, checked; ReferenceError listing every problem."""
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8-sig"))
+    except tomllib.TOMLDecodeError as error:
+        raise ReferenceError(f"{path}: not valid TOML ({error})") from None
+    except UnicodeDecodeError:
+        raise ReferenceError(f"{path}: not UTF-8 text") from None
+    problems, entries = [], []
+    for kind, items in data.items():
+        if kind not in KINDS:
+            problems.append(f'unknown key "{kind}" (a reference file holds [[hardware]] and [[model_file]])')
+        elif not (isinstance(items, list) and all(isinstance(item, dict) for item in items)):
+            problems.append(f"{kind}: not a list of tables (write [[{kind}]])")
+        else:
+            for index, item in enumerate(items):
+                where = f"{kind}[{index}]"
+                try:
+                    entries.append((where, KINDS[kind].model_validate(item)))
+                except ValidationError as error:
+                    problems += [f"{where}.{_why(e)}" for e in error.errors()]
+    for where, entry in entries:
+        problems += _model_problems(entry, where) if isinstance(entry, ModelFileEntry) else []
+        if isinstance(entry, HardwareEntry) and entry.memory_bandwidth_gbs and not entry.bandwidth_source_url:
+            problems.append(f"{where}.bandwidth_source_url: missing (a bandwidth needs the page that states it)")
+    if problems:
+        raise ReferenceError(f"{path}: " + "; ".join(problems))
+    return entries
+
+
+def _shown(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, default=str) if isinstance(value, str) else str(value)
+
+
+_WHY = {
+    "missing": lambda value: "missing",
+    "extra_forbidden": lambda value: "unknown key",
+    "float_type": lambda value: f"not a number ({_shown(value)})",
+    "int_type": lambda value: f"not a whole number ({_shown(value)})",
+    "string_type": lambda value: f"not a string ({_shown(value)})",
+    "finite_number": lambda value: f"not a finite number ({_shown(value)})",
+    "greater_than": lambda value: f"not positive ({_shown(value)})",
+    "string_too_short": lambda value: "empty",
+}
+
+
+def _why(error: dict) -> str:
+    path = ".".join(str(part) for part in error["loc"])
+    why = _WHY.get(error["type"])
+    if why:
+        return f"{path}: {why(error['input'])}"
+    message = str(error.get("ctx", {}).get("error", "")) or error["msg"].lower()
+    return f"{path}: {message} ({_shown(error['input'])})"
+
+
+def _model_problems(entry: ModelFileEntry, where: str) -> list[str]:
+    """The record's own model checks (parameters in billions, a file size plausible for them, active ≤ total) on
+    the model part of an entry; every other field of that stand-in record is absent, so its reasons are ignored."""
+    model = {"name": entry.model, "params_b": entry.params_b, "active_params_b": entry.active_params_b,
+             "file_size_gb": entry.file_size_gb}
+    reasons = validate({"model": model}).reasons
+    return [f"{where}.{reason.removeprefix('model.')}" for reason in reasons
+            if reason.startswith("model.") and reason != "model.params_b: missing"]
+
+
+def _implausible_for_stored_files(store: Store, entry, where: str) -> list[str]:
+    """A parameter count must be plausible for every file already stored for its model (the record's check):
+    6738 "billions" is as wrong for the stored 3.79 GB file as for a new 3790 GB one."""
+    if not isinstance(entry, ModelFileEntry) or entry.params_b is None:
+        return []
+    sizes = store.session.exec(select(ModelFile.size_bytes).join(Model, Model.id == ModelFile.model_id)
+                               .where(Model.name == entry.model)).all()
+    for size in sorted({size for size in sizes if size}):
+        if _model_problems(ModelFileEntry(**{**entry.model_dump(), "file_size_gb": size / 1e9}), where):
+            return [f"{where}.params_b: {entry.params_b:g} B is implausible for the {size / 1e9:g} GB file already "
+                    f"stored for {entry.model} (unit?)"]
+    return []
+
+
+def _stored_conflicts(store: Store, entry: HardwareEntry | ModelFileEntry, where: str) -> list[str]:
+    """The entry's values that differ from stored ones, each naming both."""
+    if isinstance(entry, HardwareEntry):
+        row = store.session.exec(select(Hardware).where(Hardware.name == entry.name)).first()
+        stated = entry.model_dump(exclude_unset=True, exclude={"name"})
+        return [] if row is None else _differences(where, row, stated, entry.name)
+    model = store.session.exec(select(Model).where(Model.name == entry.model)).first()
+    if model is None:
+        return []
+    conflicts = _differences(where, model, entry.model_dump(include={"params_b", "active_params_b"}), entry.model)
+    file_row = _stored_file(store, entry, model.id)
+    if file_row is not None:
+        conflicts += _differences(where, file_row, {"size_source_url": entry.size_source_url}, entry.model)
+    return conflicts
+
+
+def _replaced(conflict: str) -> str:
+    """ "where.key: new conflicts with old already stored for NAME" said as a replacement."""
+    field, rest = conflict.split(": ", 1)
+    new, old = rest.split(" conflicts with ", 1)
+    return f"{field}: {new} (was {old.rsplit(' already stored for ', 1)[0]})"
+
+
+def _differences(where: str, row, stated: dict, name: str) -> list[str]:
+    return [conflict_reason(f"{where}.{field}", value, getattr(row, field), name)
+            for field, value in stated.items() if differs(value, getattr(row, field))]
+
+
+def _stored_file(store: Store, entry: ModelFileEntry, model_id: int) -> ModelFile | None:
+    return store.session.exec(select(ModelFile).where(
+        ModelFile.model_id == model_id, ModelFile.quantization == entry.quantization,
+        ModelFile.size_bytes == round(entry.file_size_gb * 1e9))).first()
+
+
+def _put_hardware(store: Store, entry: HardwareEntry) -> None:
+    row = store.hardware(entry.name)
+    for field, value in entry.model_dump(exclude_unset=True, exclude={"name"}).items():
+        setattr(row, field, value)
     store.session.add(row)
 
 
-def _upsert_model_file(store: Store, entry: dict, where: str) -> None:
-    for field in ("model", "quantization", "file_size_gb", "size_source_url"):  # quote, notes: for the reader
-        if entry.get(field) in (None, ""):
-            raise ReferenceError(f"{where}.{field}: missing")
-    model_file = store.model_file(entry["model"], entry.get("params_b"), entry.get("active_params_b"),
-                                  entry["file_size_gb"], entry["quantization"], entry["size_source_url"])
+def _put_model_file(store: Store, entry: ModelFileEntry) -> None:
+    model_file = store.model_file(entry.model, entry.params_b, entry.active_params_b, entry.file_size_gb,
+                                  entry.quantization, entry.size_source_url)
+    model_file.size_source_url = entry.size_source_url  # stated here: it fills, or replaces when asked
     model = store.session.get(Model, model_file.model_id)
     for field in ("params_b", "active_params_b"):
-        if entry.get(field) is not None:
-            setattr(model, field, entry[field])
-    store.session.add(model)
+        if getattr(entry, field) is not None:
+            setattr(model, field, getattr(entry, field))
+    store.session.add_all([model, model_file])

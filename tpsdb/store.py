@@ -8,12 +8,15 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import re
+import zlib
 from dataclasses import dataclass, field
 from datetime import date
 from typing import Any, Iterator, NamedTuple
 
 from sqlalchemy import Engine, update
+from sqlalchemy.exc import OperationalError
 from sqlmodel import Session, select
 
 from .models import Hardware, Measurement, Model, ModelFile, Post, Rejection, Snapshot, Software, Source, Status
@@ -289,9 +292,31 @@ class Store:
             software_id = self._software_ids[software] = self.software(*software).id
         return hardware_id, file_id, software_id
 
+    def conflicts(self, refs: tuple) -> list[str]:
+        """Why a figure's hardware and model facts (see Prepared.refs) cannot be stored: each one that differs
+        from the value already stored for its hardware or model, naming both. [] when they agree or fill empty
+        fields; a figure is refused rather than have a stated fact dropped or a stored one replaced (D11)."""
+        hardware, model_file, _ = refs
+        reasons = []
+        if hardware not in self._hardware_ids:  # a cached one was checked (stored facts only ever get filled)
+            name, memory_gb, gpu_cores = hardware
+            reasons += self._differences(Hardware, "hardware", name, {"memory_gb": memory_gb, "gpu_cores": gpu_cores})
+        if model_file not in self._file_ids:
+            name, params_b, active_params_b = model_file[:3]
+            reasons += self._differences(Model, "model", name,
+                                         {"params_b": params_b, "active_params_b": active_params_b})
+        return reasons
+
+    def _differences(self, model_cls, prefix: str, name: str, stated: dict) -> list[str]:
+        row = self._table(model_cls, ("name",)).get((name,))
+        if row is None:
+            return []
+        return [conflict_reason(f"{prefix}.{field}", value, getattr(row, field), name)
+                for field, value in stated.items() if differs(value, getattr(row, field))]
+
     def hardware(self, name: str, memory_gb: float | None = None, gpu_cores: int | None = None) -> Hardware:
         row = self._get_or_create(Hardware, {"name": name})
-        # A record may fill what the reference leaves empty, never overwrite it.
+        # A record fills what is still empty; a different stored value was refused by conflicts().
         if row.memory_gb is None and memory_gb is not None:
             row.memory_gb = memory_gb
         if row.gpu_cores is None and gpu_cores is not None:
@@ -306,6 +331,10 @@ class Store:
                    quantization: str, size_source_url: str | None) -> ModelFile:
         model = self._get_or_create(Model, {"name": name},
                                     {"params_b": params_b, "active_params_b": active_params_b})
+        # What a figure states fills an empty field (a seeded model without its parameter count); a different
+        # stored value was refused by conflicts().
+        if model.params_b is None and params_b is not None:
+            model.params_b = params_b
         if model.active_params_b is None and active_params_b is not None:
             model.active_params_b = active_params_b
         size_bytes = round(file_size_gb * 1e9)
@@ -339,6 +368,10 @@ class Store:
         return self.put_prepared(prepared, provenance)
 
     def put_prepared(self, prepared: Prepared, provenance: Provenance | None = None) -> PutResult:
+        if not prepared.reasons and prepared.key not in self._known(Measurement, "figure_key"):
+            conflicts = self.conflicts(prepared.refs)
+            if conflicts:
+                prepared = _refused(prepared, conflicts)
         return PutResult(self._queue(prepared, provenance or _NO_PROVENANCE), prepared.key, prepared.reasons)
 
     def _queue(self, prepared: Prepared, p: Provenance) -> str:
@@ -400,6 +433,83 @@ class Store:
         source_id = p.source.id if p.source else (self._source_id(url) if url_ok else None)
         return (prepared.key, p.slot, source_id, p.post.id if p.post else None,
                 p.snapshot_id, ACTIVE, *prepared.columns)
+
+
+def differs(stated: Any, stored: Any) -> bool:
+    """A stated value that would replace a different stored one (an empty side never conflicts)."""
+    if stated is None or stored is None:
+        return False
+    if isinstance(stated, (int, float)) and isinstance(stored, (int, float)):
+        return not math.isclose(stated, stored, rel_tol=1e-9)
+    return stated != stored
+
+
+def conflict_reason(field: str, stated: Any, stored: Any, name: str) -> str:
+    show = lambda v: f"{v:g}" if isinstance(v, float) else str(v)
+    return f"{field}: {show(stated)} conflicts with {show(stored)} already stored for {name}"
+
+
+def _refused(prepared: Prepared, reasons: list[str]) -> Prepared:
+    """An accepted figure turned into a rejection: the record as validated, kept with the reasons."""
+    candidate = _record_of(prepared)
+    return Prepared(natural_key(candidate), reasons, _rejection_columns(candidate, reasons))
+
+
+def _record_of(prepared: Prepared) -> dict:
+    """The record (v1) an accepted Prepared holds, as export would write it."""
+    c = dict(zip(MEASUREMENT_COLUMNS, prepared.columns))
+    (hardware, memory_gb, gpu_cores), (model, params_b, active_params_b, size_gb, quant), (sw, version) = prepared.refs
+    via = {"title": c["via_title"], "publisher": c["via_publisher"], "published_at": c["via_published_at"],
+           "url": c["via_url"]}
+    return Record.model_validate({
+        "source": {"url": c["source_url"], "retrieved_at": c["retrieved_at"], "published_at": c["published_at"],
+                   "author": c["author"], "quote": c["quote"], "via": via if any(via.values()) else None},
+        "hardware": {"name": hardware, "memory_bandwidth_gbs": c["hardware_bandwidth_gbs"], "memory_gb": memory_gb,
+                     "gpu_cores": gpu_cores},
+        "model": {"name": model, "params_b": params_b, "active_params_b": active_params_b, "file_size_gb": size_gb},
+        "quantization": quant,
+        "software": {"name": sw, "version": version, "options": json.loads(c["software_options"])},
+        "lengths": {k: c[k] for k in ("prompt_tokens", "generated_tokens", "context_depth")},
+        "concurrency": {"users": c["users"], "figure": c["figure"]},
+        "nature": {"kind": c["nature_kind"], "procedure": c["procedure"], "formula": c["formula"],
+                   "inputs": json.loads(c["formula_inputs"]) if c["formula_inputs"] else None},
+        "phase": c["phase"],
+        "tokens_per_second": c["tokens_per_second"],
+        "stddev": c["stddev"],
+    }).to_json_dict()
+
+
+# ------------------------------------------------------------------------------------------------- locking
+class Busy(Exception):
+    """Another writer held the database for longer than the caller would wait."""
+
+
+WRITE_LOCK_KEY = zlib.crc32(b"tpsdb-add")  # PostgreSQL advisory lock of the writers of records and references
+
+
+def lock_for_writing(session: Session, timeout_s: float) -> None:
+    """Take the database's write lock before anything is read, waiting up to timeout_s for another writer.
+
+    What a writer reads first (the stored keys, the reference rows) must not change before it writes: two adds
+    that both read "not stored yet" would insert the same rows twice (D14). On SQLite, BEGIN IMMEDIATE takes the
+    write lock at once; on PostgreSQL, a transaction-scoped advisory lock, released at commit or rollback.
+    Raises Busy when the lock is not had in time.
+    """
+    conn = session.connection()
+    try:
+        if conn.dialect.name == "sqlite":
+            conn.exec_driver_sql(f"PRAGMA busy_timeout = {int(timeout_s * 1000)}")
+            conn.exec_driver_sql("BEGIN IMMEDIATE")
+        else:
+            conn.exec_driver_sql(f"SET LOCAL lock_timeout = {int(timeout_s * 1000)}")
+            conn.exec_driver_sql(f"SELECT pg_advisory_xact_lock({WRITE_LOCK_KEY})")
+            conn.exec_driver_sql("SET LOCAL lock_timeout = 0")  # the writes themselves wait as before
+    except OperationalError as error:
+        busy = "locked" in str(error.orig) or getattr(error.orig, "sqlstate", None) == "55P03"
+        if busy:
+            raise Busy(f"the database is busy: another process is writing to it (waited {timeout_s:g} s; "
+                       "try again when it ends)") from None
+        raise
 
 
 # --------------------------------------------------------------------------------------------------- export
