@@ -457,7 +457,8 @@ def test_cli_tables_publish_and_ceiling(tmp_path):
     (tables_dir / "mine.toml").write_text('kind = "sources"\ntitle = "Mine"\n[fixed]\nhardware = "NVIDIA DGX Spark"\n')
     site = tmp_path / "site"
     run_cli("publish", "--out", str(site), "--tables-dir", str(tables_dir), db=path)
-    assert sorted(p.name for p in site.iterdir()) == ["index.html", "mine.csv", "mine.html", "mine.json", "mine.md"]
+    assert sorted(p.name for p in site.iterdir()) == [".tpsdb-site", "index.html", "mine.csv", "mine.html", "mine.json",
+                                                      "mine.md"]
     assert 'href="mine.html"' in (site / "index.html").read_text()
 
     text_out = run_cli("ceiling", "--hardware", SPARK, "--model", "gpt-oss 120B", "--quant", "MXFP4",

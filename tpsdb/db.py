@@ -95,17 +95,15 @@ def _sqlite_engine(url: str, transactional_ddl: bool) -> Engine:
         # WAL readers need to create the -shm file, impossible here; nobody can write the file either, so SQLite
         # may read it as immutable. A write then fails as "readonly", which the CLI explains.
         uri = f"file:{quote(path)}?mode=ro&immutable=1"
-        engine = create_engine("sqlite://", creator=lambda: sqlite3.connect(uri, uri=True, timeout=60,
-                                                                            check_same_thread=False))
+        engine = create_engine(url, creator=lambda: sqlite3.connect(uri, uri=True, timeout=60,
+                                                                    check_same_thread=False))
     else:
         engine = create_engine(url, connect_args={"timeout": 60})
 
     @event.listens_for(engine, "connect")
     def _sqlite_pragmas(dbapi_connection, _record):  # why: SQLite leaves foreign keys off by default
         cursor = dbapi_connection.cursor()
-        cursor.execute("PRAGMA foreign_keys=ON")
-        if not read_only_fs:
-            cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute("PRAGMA foreign_keys=ON")  # (WAL is set once by `init`: it stays in the file)
         cursor.execute("PRAGMA busy_timeout=60000")
         # A bulk add keeps its figure-key index pages in memory instead of spilling them to the WAL mid-way
         # (~15% of the insert time at 100,000 records). An upper bound: SQLite takes the pages as needed.
@@ -239,9 +237,14 @@ def init_database(engine: Engine, seed: Path | None) -> int | None:
         elif not _known_revision(current):  # newer than this tpsdb, or not tpsdb's: never "upgrade" it
             raise DatabaseError(revision_problem(current, name))
         command.upgrade(alembic_config(engine, conn), "head")
-        if seed is not None and seed.exists() and _is_empty(conn):
-            return _load_seed(conn, seed)
-    return None
+        count = _load_seed(conn, seed) if seed is not None and seed.exists() and _is_empty(conn) else None
+    if engine.dialect.name == "sqlite":  # readers never wait for a writer; only now that the file is tpsdb's
+        raw = engine.raw_connection()
+        try:
+            raw.driver_connection.execute("PRAGMA journal_mode=WAL")
+        finally:
+            raw.close()
+    return count
 
 
 def _is_empty(conn) -> bool:
