@@ -10,16 +10,27 @@ config = context.config
 target_metadata = SQLModel.metadata
 
 
+def _run(connection) -> None:
+    context.configure(
+        connection=connection,
+        target_metadata=target_metadata,
+        render_as_batch=True,  # SQLite cannot ALTER most things; batch mode recreates the table
+        compare_type=True,
+        transactional_ddl=True,  # tpsdb runs DDL inside its transaction (see db.make_engine), SQLite included
+    )
+    with context.begin_transaction():  # inside tpsdb's own transaction: Alembic neither commits nor ends it
+        context.run_migrations()
+
+
 def run_migrations_online() -> None:
+    # tpsdb hands over a connection already inside its transaction (tpsdb.db.init_database): the migration, the
+    # checks before it and the seed after it commit together or not at all. The URL never has to be parsed.
+    if (connection := config.attributes.get("connection")) is not None:
+        _run(connection)
+        return
     engine = config.attributes.get("engine") or create_engine(config.get_main_option("sqlalchemy.url"))
     with engine.begin() as connection:
-        context.configure(
-            connection=connection,
-            target_metadata=target_metadata,
-            render_as_batch=True,  # SQLite cannot ALTER most things; batch mode recreates the table
-            compare_type=True,
-        )
-        context.run_migrations()
+        _run(connection)
 
 
 def run_migrations_offline() -> None:

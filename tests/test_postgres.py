@@ -92,3 +92,18 @@ def test_refresh_and_history_on_postgres(pg_url):
         count = run_cli("query", "select count(*) as n from measurement_full where status = 'active'",
                         "--format", "csv", "--db", pg_url).stdout
         assert count.splitlines() == ["n", "240"]
+
+
+def test_d12_init_with_a_password_holding_at_and_percent(postgres):
+    """A password with special characters must be %-escaped in the URL; Alembic's configparser used to choke on it.
+    (The fixture's server trusts every login, so this checks the URL's way through tpsdb and Alembic.)"""
+    bindir, as_user, port = postgres
+    psql = as_user + [f"{bindir}/psql", "-h", "127.0.0.1", "-p", str(port), "-U", "postgres", "-v", "ON_ERROR_STOP=1"]
+    subprocess.run(psql + ["-c", "CREATE ROLE tpsdb_at LOGIN PASSWORD 'p@ss%w0rd:/#'",
+                           "-c", "CREATE DATABASE t_d12 OWNER tpsdb_at"], check=True, capture_output=True)
+    url = f"postgresql+psycopg://tpsdb_at:p%40ss%25w0rd%3A%2F%23@127.0.0.1:{port}/t_d12"
+    assert "measurements: 230 active" in run_cli("init", "--db", url).stdout
+    assert "measurements: 230 active" in run_cli("summary", "--db", url).stdout
+    missing = run_cli("summary", "--db", url.replace("/t_d12", "/t_nowhere"), check=False)
+    assert missing.returncode == 2 and missing.stderr.count("\n") == 1 and "p%40ss" not in missing.stderr
+    assert "the database does not exist" in missing.stderr and "createdb t_nowhere" in missing.stderr

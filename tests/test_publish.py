@@ -6,6 +6,7 @@ import copy
 import csv
 import io
 import json
+import re
 from datetime import date
 from pathlib import Path
 
@@ -457,7 +458,8 @@ def test_cli_tables_publish_and_ceiling(tmp_path):
     (tables_dir / "mine.toml").write_text('kind = "sources"\ntitle = "Mine"\n[fixed]\nhardware = "NVIDIA DGX Spark"\n')
     site = tmp_path / "site"
     run_cli("publish", "--out", str(site), "--tables-dir", str(tables_dir), db=path)
-    assert sorted(p.name for p in site.iterdir()) == ["index.html", "mine.csv", "mine.html", "mine.json", "mine.md"]
+    assert sorted(p.name for p in site.iterdir()) == [".tpsdb-site", "index.html", "mine.csv", "mine.html", "mine.json",
+                                                      "mine.md"]
     assert 'href="mine.html"' in (site / "index.html").read_text()
 
     text_out = run_cli("ceiling", "--hardware", SPARK, "--model", "gpt-oss 120B", "--quant", "MXFP4",
@@ -493,3 +495,108 @@ def test_project_definitions_are_the_articles_eight():
         1, 2, 4, 8, 16, 32)
     assert by_name["spread"].fixed["model"] == "gpt-oss 120B" and by_name["spread"].fixed["users"] == 1
     assert all(d.pick in ("latest", "best", "median") for d in definitions)
+
+
+# ------------------------------------------------------------------ output folders (reliability probe P5-P8)
+def _site_args(tmp_path):
+    tables_dir = tmp_path / "defs"
+    tables_dir.mkdir(exist_ok=True)
+    (tables_dir / "mine.toml").write_text('kind = "machines"\ntitle = "Mine"\n[fixed]\nmodel = "Llama 2 7B"\n'
+                                          'quantization = "Q4_0"\nphase = "generation"\ngenerated_tokens = 128\n')
+    return ["--tables-dir", str(tables_dir)]
+
+
+def _publish(path, out, *extra, tmp_path):
+    return run_cli("publish", "--out", str(out), *_site_args(tmp_path), *extra, db=path, check=False)
+
+
+def test_d16_publish_refuses_a_folder_it_did_not_make_unless_forced(tmp_path):
+    _, path, _ = build_db(tmp_path, [rec(SPARK, 57.12)])
+    out = tmp_path / "mine"
+    out.mkdir()
+    for name, text in (("keep.txt", "mine"), ("index.html", "my page"), ("mine.csv", "my,csv")):
+        (out / name).write_text(text)
+    refused = _publish(path, out, tmp_path=tmp_path)
+    assert refused.returncode == 2 and refused.stderr.count("\n") == 1
+    assert refused.stderr.startswith(f"error: {out} already holds files tpsdb did not write (index.html, keep.txt, "
+                                     "mine.csv)")
+    assert [(out / n).read_text() for n in ("keep.txt", "index.html", "mine.csv")] == ["mine", "my page", "my,csv"]
+    forced = _publish(path, out, "--force", tmp_path=tmp_path)
+    assert forced.returncode == 0 and (out / "keep.txt").read_text() == "mine"
+    assert "<!doctype html>" in (out / "index.html").read_text()
+
+
+def test_d16_publish_replaces_only_its_own_files_in_its_folder(tmp_path):
+    _, path, _ = build_db(tmp_path, [rec(SPARK, 57.12)])
+    out = tmp_path / "site"
+    assert _publish(path, out, tmp_path=tmp_path).returncode == 0
+    (out / "notes.txt").write_text("added by hand")  # another file beside the site is left alone
+    again = _publish(path, out, tmp_path=tmp_path)
+    assert again.returncode == 0 and (out / "notes.txt").read_text() == "added by hand"
+    (tmp_path / "defs" / "other.toml").write_text((tmp_path / "defs" / "mine.toml").read_text())
+    (out / "other.html").write_text("not tpsdb's")  # a new table's file name, already taken by someone
+    clash = _publish(path, out, tmp_path=tmp_path)
+    assert clash.returncode == 2 and "other.html were not written by tpsdb" in clash.stderr
+    assert (out / "other.html").read_text() == "not tpsdb's"
+
+
+def test_d15_publish_never_writes_through_a_planted_symlink(tmp_path):
+    _, path, _ = build_db(tmp_path, [rec(SPARK, 57.12)])
+    out = tmp_path / "site"
+    assert _publish(path, out, tmp_path=tmp_path).returncode == 0
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious")
+    (out / "index.html.tmp").symlink_to(victim)  # the old fixed temporary name
+    (out / "mine.csv").unlink()
+    (out / "mine.csv").symlink_to(victim)  # a file of the site replaced by a link
+    assert _publish(path, out, tmp_path=tmp_path).returncode == 0
+    assert victim.read_text() == "precious"
+    assert not (out / "mine.csv").is_symlink() and (out / "mine.csv").read_text().startswith("Hardware")
+
+
+@pytest.mark.parametrize("where", ["file", "file_in_folder", "proc", "missing_parent"])
+def test_d13_publish_out_that_cannot_be_a_site_folder_is_one_error_line(tmp_path, where):
+    _, path, _ = build_db(tmp_path, [rec(SPARK, 57.12)])
+    (tmp_path / "existing").mkdir()
+    (tmp_path / "existing" / "index.html").write_text("x")
+    (tmp_path / "plain").write_text("x")
+    out = {"file": tmp_path / "plain", "file_in_folder": tmp_path / "existing" / "index.html",
+           "proc": "/proc/nonexist", "missing_parent": tmp_path / "no" / "such" / "site"}[where]
+    result = _publish(path, out, tmp_path=tmp_path)
+    assert result.returncode == 2 and result.stderr.startswith(f"error: {out}") and result.stderr.count("\n") == 1
+    assert not (tmp_path / "no").exists()
+
+
+def test_d13_tables_and_export_seed_out_errors_are_one_line(tmp_path):
+    _, path, _ = build_db(tmp_path, [rec(SPARK, 57.12)])
+    (tmp_path / "plain").write_text("x")
+    result = run_cli("tables", "--format", "csv", "--out", str(tmp_path / "plain"), db=path, check=False)
+    assert result.returncode == 2 and result.stderr == f"error: {tmp_path / 'plain'}: not a folder; --out names the " \
+                                                       "folder to write NAME.csv files into\n"
+    seed = run_cli("export-seed", "--out", "/nonexistent/dir/seed.sql", db=path, check=False)
+    assert seed.returncode == 2 and seed.stderr.startswith("error: /nonexistent/dir") and "Traceback" not in seed.stderr
+
+
+def test_d20_published_csv_cells_are_never_formulas(tmp_path):
+    engine, _, _ = build_db(tmp_path, [rec("=HYPERLINK(\"https://evil.example\")", 57.12,
+                                           quote="| =HYPERLINK | Q4_0 | tg128 | 57.12 |")])
+    d = definition("machines", {"model": "Llama 2 7B", "quantization": "Q4_0", "phase": "generation",
+                                "generated_tokens": 128})
+    with engine.connect() as conn:
+        rows = list(csv.reader(io.StringIO(render_csv(build_table(conn, d)))))
+    cells = [cell for row in rows for cell in row]
+    assert "'=HYPERLINK(\"https://evil.example\")" in cells and "57.12" in cells
+    assert not any(cell.startswith(("=", "+", "@", "\t", "\r")) for cell in cells)
+
+
+def test_d20_p8_a_non_finite_figure_is_never_published(tmp_path):
+    engine, path, _ = build_db(tmp_path, [rec(SPARK, 57.12), rec(ULTRA, 94.27, comment=2)])
+    with engine.begin() as conn:  # what the old validator let in (D3)
+        conn.execute(text("UPDATE measurement SET tokens_per_second = 1e999 WHERE id = 2"))
+    out = tmp_path / "site"
+    assert _publish(path, out, tmp_path=tmp_path).returncode == 0
+    for page in out.iterdir():
+        content = page.read_text()
+        assert not re.search(r"\binf\b|Infinity", content) and "94.27" not in content, page
+    assert "1 figure matching this table holds a non-finite tokens/s" in (out / "mine.md").read_text()
+    assert "57.12" in (out / "mine.md").read_text()

@@ -1,5 +1,6 @@
 """Models and migrations agree; the seed is deterministic and loads back to the same bytes."""
 
+import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from sqlmodel import SQLModel
@@ -23,15 +24,24 @@ def test_the_revision_every_command_expects_is_the_newest_migration(tmp_path):
     assert db.SCHEMA_REVISION == db.head_revision(engine) == db.current_revision(engine)
 
 
-def test_a_database_at_another_revision_is_refused_with_the_fix(tmp_path):
+@pytest.mark.parametrize("revision, message", [
+    ("0099", "database is at revision 0099, newer than this tpsdb (0001): upgrade tpsdb"),
+    ("0000", "database is at revision '0000', which no tpsdb migration made"),
+])
+def test_d13_a_database_at_another_revision_is_refused_with_the_fix(tmp_path, revision, message):
     path = tmp_path / "old.sqlite"
     run_cli("init", "--no-seed", db=path)
     engine = db.make_engine(str(path))
     with engine.begin() as conn:
-        conn.exec_driver_sql("UPDATE alembic_version SET version_num = '0000'")
-    result = run_cli("summary", db=path, check=False)
-    assert result.returncode == 2
-    assert f"database is at revision 0000, code expects {db.SCHEMA_REVISION}: run `tpsdb init`" in result.stderr
+        conn.exec_driver_sql(f"UPDATE alembic_version SET version_num = '{revision}'")
+    engine.dispose()
+    before = path.read_bytes()
+    for command in ("summary", "init"):  # init neither "upgrades" it nor crashes on the unknown revision
+        result = run_cli(command, db=path, check=False)
+        assert result.returncode == 2
+        assert result.stderr == f"error: {path}: {message}" + result.stderr.split(message, 1)[1]
+        assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr
+    assert path.read_bytes() == before
 
 
 def test_migrated_database_has_the_views(tmp_path):

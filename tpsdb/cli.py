@@ -5,7 +5,10 @@ from __future__ import annotations
 import csv
 import gc
 import json
+import math
+import os
 import sys
+import traceback
 from collections import Counter
 from pathlib import Path
 from typing import Annotated, Iterator, Optional
@@ -24,6 +27,7 @@ from .query import QueryError, render, run_readonly
 from .record import RecordFileError, Via
 from .reference import ReferenceError, load_reference
 from .bulk import mapped, prepared_records
+from .output import os_error_text, spreadsheet_safe, write_atomic
 from .store import Busy, Prepared, Store, iter_measurement_records, iter_rejections, lock_for_writing
 
 app = typer.Typer(
@@ -57,12 +61,15 @@ def init(
 
     Then print a summary of what the database holds.
     """
-    engine = db.make_engine(db_url)
-    db.migrate(engine)
-    if seed and config.SEED_SQL.exists() and db.is_empty(engine):
-        count = db.load_seed(engine)
+    try:
+        engine = db.create_database(db_url)
+        count = db.init_database(engine, config.SEED_SQL if seed else None)
+    except db.DatabaseError as error:
+        fail(str(error))
+    engine.dispose()  # its transactions take the write lock; the summary only reads
+    if count is not None:
         typer.echo(f"loaded {config.SEED_SQL.name}: {count} rows", err=True)
-    typer.echo(summary_text(engine))
+    typer.echo(summary_text(db.make_engine(db_url)))
 
 
 @app.command()
@@ -104,9 +111,10 @@ def export_seed(
     """
     engine = open_db(db_url)
     content = db.dump_seed(engine)
-    tmp = out.with_suffix(out.suffix + ".tmp")
-    tmp.write_text(content, encoding="utf-8")
-    tmp.replace(out)  # atomic: a reader never sees half a seed
+    try:
+        write_atomic(out, content)  # a reader never sees half a seed
+    except OSError as error:
+        fail(os_error_text(error, out))
     typer.echo(f"wrote {out} ({len(content.encode())} bytes)", err=True)
 
 
@@ -276,19 +284,29 @@ def export(
     engine = open_db(db_url)
     items = iter_rejections(engine) if rejections else iter_measurement_records(engine, all_statuses)
     out = sys.stdout
-    if fmt == "jsonl":
-        for item in items:
-            out.write(json.dumps(item, ensure_ascii=False, sort_keys=False) + "\n")
-        return
     writer = None
-    for item in items:
+    for number, item in enumerate(items, 1):
+        if fmt == "jsonl":
+            try:  # never the non-standard Infinity/NaN, which other JSON readers refuse
+                out.write(json.dumps(item, ensure_ascii=False, sort_keys=False, allow_nan=False) + "\n")
+            except ValueError:
+                _non_finite(number, item)
+            continue
         if not rejections and item["source"].get("via") is None:  # same columns for every row
             item["source"]["via"] = dict.fromkeys(Via.model_fields)
         flat = _flatten(item)
+        if any(isinstance(v, float) and not math.isfinite(v) for v in flat.values()):
+            _non_finite(number, item)
         if writer is None:
             writer = csv.DictWriter(out, fieldnames=list(flat), lineterminator="\n")
             writer.writeheader()
-        writer.writerow(flat)
+        writer.writerow({key: spreadsheet_safe(value) for key, value in flat.items()})
+
+
+def _non_finite(number: int, item: dict) -> None:
+    source = (item.get("source") or {}).get("url", "?") if isinstance(item, dict) else "?"
+    fail(f"export: record {number} (source {source}) holds a non-finite number (inf or NaN), which no export "
+         "format may carry; fix or withdraw it in the database (tpsdb query shows it)")
 
 
 @app.command()
@@ -466,16 +484,66 @@ def ingest(
 
 cli_publish.register(app)
 
+_debug = False
 
-def main() -> None:
-    """The `tpsdb` command."""
+
+@app.callback()
+def _global_options(
+    debug: Annotated[bool, typer.Option("--debug", help="On an unexpected error, print the traceback too "
+                                        "(also TPSDB_DEBUG=1).")] = False,
+) -> None:
+    global _debug
+    _debug = debug
+
+
+def main(argv: list[str] | None = None) -> None:
+    """The `tpsdb` command. Whatever goes wrong ends in ONE `error:` line naming the database or file and what to do
+    (exit 2: bad input or a known failure, nothing changed; 3: busy; 1: an internal error). The traceback is printed
+    only with --debug or TPSDB_DEBUG=1."""
     try:
-        app(prog_name="tpsdb")
+        app(args=argv, prog_name="tpsdb")
+    except SystemExit:
+        raise
+    except KeyboardInterrupt:
+        typer.echo("error: interrupted; nothing of the running transaction was stored", err=True)
+        sys.exit(130)
+    except BaseException as error:  # noqa: BLE001 - the one place that turns any failure into an `error:` line
+        if _debug or os.environ.get("TPSDB_DEBUG") == "1":
+            traceback.print_exc()
+        message, code = _explain(error)
+        typer.echo(f"error: {message}", err=True)
+        sys.exit(code)
     finally:
         db.close_all()
         # At exit the interpreter's collector would walk every object SQLAlchemy, pydantic and the command made
         # (~0.15 s per command, more after a bulk add); nothing left then needs collecting.
         gc.freeze()
+
+
+def _explain(error: BaseException) -> tuple[str, int]:
+    if isinstance(error, UnicodeDecodeError) and not _raised_in_sqlalchemy(error):
+        known = None  # text from an input file: its reader names the file; here it is unexpected
+    else:
+        known = db.explain(error)
+    if known is not None:
+        return known
+    if isinstance(error, OSError):
+        return os_error_text(error, "?"), 2
+    if isinstance(error, MemoryError):
+        return "out of memory; nothing of the running transaction was stored", 1
+    first = " ".join(str(error).split())[:300]
+    return (f"internal error ({type(error).__name__}: {first}) on {db.name_of()}; nothing of the running "
+            "transaction was stored. Run again with --debug for the traceback, and report it"), 1
+
+
+def _raised_in_sqlalchemy(error: BaseException) -> bool:
+    """A UnicodeDecodeError from reading rows means the database's bytes are damaged (SQLite keeps text unchecked)."""
+    tb = error.__traceback__
+    while tb is not None:
+        if tb.tb_frame.f_globals.get("__name__", "").startswith("sqlalchemy"):
+            return True
+        tb = tb.tb_next
+    return False
 
 
 if __name__ == "__main__":  # pragma: no cover

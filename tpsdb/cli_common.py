@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import os
 from typing import Annotated, Optional
 
 import typer
 
-from . import db
+from . import config, db
 
 DbOption = Annotated[
     Optional[str],
@@ -27,10 +28,20 @@ def check_choice(option: str, value: str, choices) -> None:
 
 
 def open_db(url: str | None):
-    """An engine on a database whose schema is at head, or a clear exit saying to run `tpsdb init`."""
-    engine = db.make_engine(url)
+    """An engine on an existing database whose schema is at head, or one `error:` line saying what to do.
+
+    The one place commands open a database: none of them creates a file or folder (only `init` does), so a mistyped
+    path is an error, not a new empty database."""
+    url = config.database_url(url)
     try:
+        path = db.sqlite_path(url)
+        if path and not os.path.isfile(path):
+            what = "is not a file" if os.path.exists(path) else "does not exist"
+            raise db.DatabaseError(f"{path} {what}; run `tpsdb init --db {path}` to create a database there")
+        engine = db.make_engine(url)
         db.require_schema(engine)
-    except db.DatabaseError as error:
-        fail(str(error))
+    except Exception as error:  # a corrupt file, an unreachable server, a missing driver...
+        if (known := db.explain(error)) is None:
+            raise
+        fail(*known)
     return engine

@@ -14,6 +14,7 @@ from sqlmodel import Session
 
 from .cli_common import DbOption, check_choice, fail, open_db
 from .config import TABLES_DIR
+from .output import os_error_text, write_atomic
 
 # tpsdb.publish (Jinja2, matplotlib) is imported inside the commands: every other command starts faster.
 
@@ -56,15 +57,23 @@ def tables(
     if out is None:
         typer.echo(render(built[0], fmt) if len(built) == 1 else render_many(built, fmt), nl=False)
         return
-    out.mkdir(parents=True, exist_ok=True)
+    if out.exists() and not out.is_dir():
+        fail(f"{out}: not a folder; --out names the folder to write NAME.{fmt} files into")
     for table in built:
         path = out / f"{table.definition.name}.{fmt}"
-        path.write_text(render(table, fmt), encoding="utf-8")
+        try:
+            out.mkdir(parents=True, exist_ok=True)
+            write_atomic(path, render(table, fmt))  # never through a planted symlink, never half a file
+        except OSError as error:
+            fail(os_error_text(error, path))
         typer.echo(f"wrote {path}" + (" (no validated measurement yet)" if table.empty else ""), err=True)
 
 
 def publish(
-    out: Annotated[Path, typer.Option("--out", help="Folder of the static site.")] = Path("site"),
+    out: Annotated[Path, typer.Option("--out", help="Folder of the static site: a new or empty one, or one tpsdb "
+                                      "published into before (it replaces only its own files there).")] = Path("site"),
+    force: Annotated[bool, typer.Option("--force", help="Publish into a folder holding other files, overwriting "
+                                        "those named like the site's.")] = False,
     tables_dir: TablesDirOption = TABLES_DIR,
     db_url: DbOption = None,
 ) -> None:
@@ -75,9 +84,14 @@ def publish(
     """
     definitions = _definitions(tables_dir, None)
     engine = open_db(db_url)
-    from .publish.site import publish_site
+    from .publish.site import SiteFolderError, publish_site
 
-    written = publish_site(engine, definitions, out)
+    try:
+        written = publish_site(engine, definitions, out, force=force)
+    except SiteFolderError as error:
+        fail(str(error))
+    except OSError as error:
+        fail(os_error_text(error, out))
     typer.echo(f"wrote {len(written)} files in {out} (open {out / 'index.html'})", err=True)
 
 

@@ -18,7 +18,10 @@ def database_url(explicit: str | None = None) -> str:
     """`--db` wins, then TPSDB_DATABASE_URL, then the SQLite file under data/. A bare path means SQLite."""
     url = explicit or os.environ.get("TPSDB_DATABASE_URL") or str(DEFAULT_DB_PATH)
     if "://" not in url:
-        url = f"sqlite:///{Path(url).expanduser().resolve()}"
+        from sqlalchemy.engine import URL
+
+        # Rendered by SQLAlchemy, which %-escapes the path: a file named `a#b`, `a@b` or `pct%41` stays that name.
+        url = URL.create("sqlite", database=str(Path(url).expanduser().resolve())).render_as_string()
     return url
 
 

@@ -17,6 +17,7 @@ from typing import Any
 from jinja2 import Environment
 from markupsafe import Markup
 
+from ..output import spreadsheet_safe
 from .tables import NO_MEASUREMENT, Cell, Footnote, Table
 
 FORMATS = ("md", "html", "csv", "json")  # each is also its files' extension
@@ -79,7 +80,7 @@ def render_csv(table: Table) -> str:
     header += [f"Held fixed: {name}" for name, _ in table.held_fixed]
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(header)
+    writer.writerow([spreadsheet_safe(h) for h in header])
     for row in table.rows:
         line: list[Any] = []
         for c in table.columns:
@@ -95,7 +96,7 @@ def render_csv(table: Table) -> str:
             else:
                 line.append(cell.text)
         line += [text for _, text in table.held_fixed]
-        writer.writerow(line)
+        writer.writerow([spreadsheet_safe(cell) for cell in line])  # text from sources is never a formula
     return out.getvalue()
 
 

@@ -4,11 +4,13 @@ from any static web server."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from jinja2 import Environment
 from sqlalchemy import text
 
+from ..output import write_atomic
 from .charts import chart_svg
 from .definitions import Definition
 from .render import render_csv, render_json, render_markdown, render_page, render_table_html
@@ -38,10 +40,58 @@ _index_template = Environment(autoescape=True).from_string(_INDEX)
 FOOTER = "Made by tpsdb publish. Every measured cell links to its source; calc. marks a computation."
 
 
+# Marks a folder as a site tpsdb wrote, and lists the files it owns there: a later publish replaces those only.
+MANIFEST = ".tpsdb-site"
+
+
+class SiteFolderError(Exception):
+    """The --out folder cannot take the site (a file, a missing parent, someone else's files)."""
+
+
 def _write(path: Path, content: str) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(content, encoding="utf-8")
-    tmp.replace(path)  # a reader never sees half a page
+    write_atomic(path, content)  # a reader never sees half a page; a planted symlink is never followed
+
+
+def prepare_folder(out: Path, files: list[str], force: bool = False) -> set[str]:
+    """Make sure `out` may take the site's `files`; create it if it is new. Returns the files tpsdb wrote there
+    before (from its manifest), which a new publish may replace or remove.
+
+    A new folder needs an existing parent. An existing folder is taken when it is empty or holds tpsdb's manifest;
+    then a file of the site that tpsdb did not write there is still refused. `force` overwrites such files (other
+    files are always left alone)."""
+    if out.exists() and not out.is_dir():
+        raise SiteFolderError(f"{out}: not a folder; --out names the folder to write the site into")
+    if not out.exists():
+        if not out.parent.is_dir():
+            raise SiteFolderError(f"{out}: its parent folder {out.parent} does not exist; create it first")
+        try:
+            out.mkdir()
+        except OSError as error:
+            raise SiteFolderError(f"{out}: cannot create it ({error.strerror})") from None
+        return set()
+    try:
+        present = {p.name for p in out.iterdir()}
+    except OSError as error:
+        raise SiteFolderError(f"{out}: cannot read it ({error.strerror})") from None
+    owned: set[str] = set()
+    if MANIFEST in present:
+        try:
+            owned = set(json.loads((out / MANIFEST).read_text(encoding="utf-8"))["files"])
+        except (OSError, ValueError, KeyError, TypeError):
+            raise SiteFolderError(f"{out}/{MANIFEST}: unreadable; remove it, or pass --force") from None
+    elif present and not force:
+        raise SiteFolderError(f"{out} already holds files tpsdb did not write ({_listing(present)}); publish into "
+                              "a new or empty folder, or pass --force to overwrite the site's files there")
+    clashes = sorted((set(files) & present) - owned)
+    if clashes and not force:
+        raise SiteFolderError(f"{out}: {_listing(clashes)} were not written by tpsdb; move them away, or pass "
+                              "--force to overwrite them")
+    return owned
+
+
+def _listing(names) -> str:
+    names = sorted(names)
+    return ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
 
 
 def write_table_files(table: Table, out: Path) -> list[Path]:
@@ -61,18 +111,30 @@ def write_table_files(table: Table, out: Path) -> list[Path]:
     return written
 
 
-def publish_site(engine, definitions: list[Definition], out: Path, title: str = "tpsdb: LLM inference speed") -> list[Path]:
-    """Write the whole site under `out` and return the files written, index.html first."""
-    out.mkdir(parents=True, exist_ok=True)
+def site_files(definitions: list[Definition]) -> list[str]:
+    """The names of the files a site of these tables is made of."""
+    return ["index.html"] + [f"{d.name}.{ext}" for d in definitions for ext in ("html", "csv", "json", "md")]
+
+
+def publish_site(engine, definitions: list[Definition], out: Path, title: str = "tpsdb: LLM inference speed",
+                 force: bool = False) -> list[Path]:
+    """Write the whole site under `out` and return the files written, index.html first.
+    Raises SiteFolderError when `out` cannot take it (see prepare_folder), before anything is written."""
+    files = site_files(definitions)
+    owned = prepare_folder(out, files, force)
     with engine.connect() as conn:  # the count and the tables from one view of the data
         tables = [build_table(conn, d) for d in definitions]
         measured = conn.execute(text("SELECT COUNT(*) FROM measurement WHERE status = 'active' "
-                                     "AND nature_kind = 'measured'")).scalar_one()
+                                     "AND nature_kind = 'measured' AND ABS(tokens_per_second) <= 1.7976931348623157e308"
+                                     )).scalar_one()
     written = []
     for table in tables:
         written += write_table_files(table, out)
     index = render_page(title, [_index_template.render(title=title, tables=tables, measured=measured)],
                         footer=FOOTER)
     _write(out / "index.html", index)
+    for stale in sorted(owned - set(files)):  # a table no longer published: its files were tpsdb's
+        (out / stale).unlink(missing_ok=True)
+    _write(out / MANIFEST, json.dumps({"written_by": "tpsdb publish", "files": files}, indent=1) + "\n")
     return [out / "index.html"] + written
 

@@ -191,7 +191,7 @@ def fmt_software(r: Mapping) -> str:
 # ---------------------------------------------------------------------------------------------------- SQL
 def _conditions(fixed: Mapping[str, Any], extra: Mapping[str, Any] | None = None) -> tuple[str, dict, list]:
     """The WHERE clause of a definition: active, measured, and every fixed condition (a list means any of)."""
-    clauses = ["status = 'active'", "nature = 'measured'"]
+    clauses = ["status = 'active'", "nature = 'measured'", _FINITE]
     params: dict[str, Any] = {}
     expanding = []
     for key, value in {**fixed, **(extra or {})}.items():
@@ -207,6 +207,20 @@ def _conditions(fixed: Mapping[str, Any], extra: Mapping[str, Any] | None = None
             clauses.append(f"{column} = :{name}")
             params[name] = value
     return " AND ".join(clauses), params, expanding
+
+
+# Only finite figures are published: an infinite or NaN tokens/s (stored before the validator refused them) is
+# left out, and the table says how many were (NaN and infinity both fail this test on SQLite and PostgreSQL).
+_FINITE = "ABS(tokens_per_second) <= 1.7976931348623157e308"
+
+
+def _non_finite_note(conn: Connection, d: Definition) -> str | None:
+    where, params, expanding = _conditions(d.fixed)
+    sql = f"SELECT COUNT(*) FROM measurement_full WHERE {where.replace(_FINITE, f'NOT ({_FINITE})')}"
+    statement = text(sql).bindparams(*expanding) if expanding else text(sql)
+    n = conn.execute(statement, params).scalar_one()
+    return (f"{n} figure{'s' if n > 1 else ''} matching this table hold{'s' if n == 1 else ''} a non-finite "
+            "tokens/s (infinity or NaN) and are left out.") if n else None
 
 
 def _picked(conn: Connection, d: Definition, partition: Sequence[str], extra: Mapping[str, Any] | None = None,
@@ -774,7 +788,10 @@ BUILDERS = {
 
 
 def build_table(conn: Connection, d: Definition) -> Table:
-    return BUILDERS[d.kind](conn, d)
+    table = BUILDERS[d.kind](conn, d)
+    if note := _non_finite_note(conn, d):
+        table.notes.append(note)
+    return table
 
 
 def build_tables(engine, definitions: Iterable[Definition]) -> list[Table]:
