@@ -239,6 +239,9 @@ def add(
         except RecordFileError as error:
             fail(f"{error}; nothing was stored")
         except (OverflowError, DBAPIError) as error:  # a value the database cannot hold, a full disk…
+            known = db.explain(error)
+            if known:
+                fail(known[0], code=known[1])
             why = str(getattr(error, "orig", None) or error).splitlines()[0]  # not the thousands of parameters
             fail(f"{_shown(engine)}: cannot store the records of {', '.join(map(str, files))}: {why}; "
                  "nothing was stored")
@@ -249,7 +252,7 @@ def add(
 
 
 def _shown(engine) -> str:
-    return engine.url.render_as_string(hide_password=True)
+    return db.name_of(engine)
 
 
 def _stored_line(counts: Counter) -> str:
