@@ -264,7 +264,7 @@ def query(
     """
     check_choice("--format", fmt, ("table", "csv", "json"))
     if limit < 0:
-        fail(f"--limit: {limit} is negative (0 shows every row)")
+        fail(f"query: --limit must be 0 (every row) or more, not {limit}")
     try:
         with run_readonly(sql, db_url, timeout) as (columns, rows):
             shown = Limited(rows, limit)

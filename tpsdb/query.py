@@ -180,7 +180,7 @@ def _sqlite_rows(path: str, sql: str, timeout: float):
 
         def failure(error: sqlite3.Error) -> QueryError:
             if refused:
-                return QueryError(f"query: refused: {refused[0]} (a query only reads: no writes, ATTACH, VACUUM, "
+                return QueryError(f"query: refused: {refused[0]} (query is read-only: no writes, ATTACH, VACUUM, "
                                   "transactions or settings)")
             if isinstance(error, sqlite3.OperationalError) and str(error) == "interrupted":
                 return QueryError(timeout_message(timeout))
@@ -219,8 +219,8 @@ _PG_STATEMENTS = ("select", "with", "values", "table", "show", "explain")
 # role (superuser, pg_read_server_files…), which is the real guard (see the README); refusing them by name is a
 # cheap second one.
 _PG_SERVER_FUNCTIONS = re.compile(
-    r"\b(pg_read_file|pg_read_binary_file|pg_stat_file|pg_ls_\w+|lo_import|lo_export|lo_from_bytea|lo_put|"
-    r"pg_file_\w+|dblink\w*|pg_terminate_backend|pg_cancel_backend|pg_reload_conf|pg_rotate_logfile)\s*\(",
+    r"(?<![\w$])\"?(pg_read_file|pg_read_binary_file|pg_stat_file|pg_ls_\w+|lo_import|lo_export|lo_from_bytea|lo_put|"
+    r"pg_file_\w+|dblink\w*|pg_terminate_backend|pg_cancel_backend|pg_reload_conf|pg_rotate_logfile)\"?\s*\(",
     re.IGNORECASE)
 _SQL_PREFIX = re.compile(r"(?:\s+|--[^\n]*|/\*.*?\*/|\()*", re.DOTALL)
 
@@ -229,7 +229,7 @@ def check_postgres_statement(sql: str) -> None:
     """Refuse a statement that is not a query, or that names a server-file function."""
     word = re.match(r"[A-Za-z]*", sql[_SQL_PREFIX.match(sql).end():]).group().lower()
     if word not in _PG_STATEMENTS:
-        raise QueryError(f"query: refused: {word.upper() or 'this statement'} is not a query "
+        raise QueryError(f"query: refused: {word.upper() or 'this statement'} is not a read-only query "
                          f"(allowed: {', '.join(w.upper() for w in _PG_STATEMENTS)})")
     if found := _PG_SERVER_FUNCTIONS.search(sql):
         raise QueryError(f"query: refused: {found.group(1)}() reaches the server's files or processes")
@@ -239,6 +239,21 @@ def _pg_conninfo(url: str) -> str:
     from sqlalchemy.engine import make_url
 
     return make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
+
+
+def _pg_columns(conn, sql: str) -> list[str]:
+    """The columns of a statement that returned no row (stream() learns them from its first row): the server
+    parses and describes it again, without running it."""
+    from psycopg import pq
+
+    encoding = conn.info.encoding
+    pgconn = conn.pgconn
+    described = pgconn.prepare(b"", sql.encode(encoding))
+    if described.status == pq.ExecStatus.COMMAND_OK:
+        described = pgconn.describe_prepared(b"")
+    if described.status != pq.ExecStatus.COMMAND_OK:
+        return []
+    return [described.fname(i).decode(encoding) for i in range(described.nfields)]
 
 
 @contextmanager
@@ -280,7 +295,8 @@ def _postgres_rows(url: str, sql: str, timeout: float):
             finally:
                 stream.close()
 
-        yield [d.name for d in cursor.description or []], rows()
+        columns = [d.name for d in cursor.description] if first is not None else _pg_columns(conn, sql)
+        yield columns, rows()
     finally:
         conn.close()  # without a commit: the transaction is rolled back
 
