@@ -8,11 +8,13 @@ import os
 import shutil
 import socket
 import subprocess
+import sys
 import tempfile
+import time
 
 import pytest
 
-from conftest import run_cli, write_jsonl
+from conftest import ROOT, run_cli, write_jsonl
 from fixture_server import FixtureServer
 from refresh_helpers import server_env
 
@@ -92,3 +94,93 @@ def test_refresh_and_history_on_postgres(pg_url):
         count = run_cli("query", "select count(*) as n from measurement_full where status = 'active'",
                         "--format", "csv", "--db", pg_url).stdout
         assert count.splitlines() == ["n", "240"]
+
+
+# ------------------------------------------------------------------------------------------- tpsdb query
+def _psql(pg_url: str):
+    import psycopg
+
+    return psycopg.connect(pg_url.replace("postgresql+psycopg://", "postgresql://"), autocommit=True)
+
+
+def _one_error_line(result) -> str:
+    lines = result.stderr.splitlines()
+    assert result.returncode == 2 and len(lines) == 1 and lines[0].startswith("error: query: "), result.stderr
+    return lines[0]
+
+
+def test_d1_the_text_cannot_end_the_read_only_transaction(pg_url):
+    """PG2 and PG3: `commit; …` used to end the read-only transaction and delete or corrupt every figure."""
+    run_cli("init", "--db", pg_url)
+    with _psql(pg_url) as conn:
+        before = conn.execute("select count(*), sum(tokens_per_second) from measurement").fetchone()
+    assert before[0] == 230
+    for statement in ("commit; delete from measurement",
+                      "commit; drop view measurement_full; update measurement set tokens_per_second = 1; "
+                      "select 'done'",
+                      "select 1; delete from measurement",  # a reading first: still one statement only
+                      "/* hidden */ commit",
+                      "delete from measurement",
+                      "with gone as (delete from measurement returning 1) select count(*) from gone",
+                      "explain analyze delete from measurement",
+                      "select set_config('transaction_read_only', 'off', true)",
+                      "select nextval('measurement_id_seq')"):
+        _one_error_line(run_cli("query", statement, "--db", pg_url, check=False))
+    with _psql(pg_url) as conn:
+        assert conn.execute("select count(*), sum(tokens_per_second) from measurement").fetchone() == before
+        assert conn.execute("select count(*) from measurement_full").fetchone()[0] == 230
+
+
+def test_d7_an_endless_statement_stops_on_the_server_too(pg_url):
+    """PG4: the statement stops at --timeout, and the server's backend stops with it."""
+    infinite = "with recursive r(n) as (select 1 union all select n+1 from r) select count(*) from r"
+    started = time.monotonic()
+    result = run_cli("query", infinite, "--timeout", "1", "--db", pg_url, check=False)
+    elapsed = time.monotonic() - started
+    assert _one_error_line(result) == "error: query: stopped after 1 s (--timeout)"
+    assert elapsed < 4, elapsed  # about 0.5 s of interpreter start-up on top
+    with _psql(pg_url) as conn:
+        running = conn.execute("select count(*) from pg_stat_activity where query like 'with recursive r(n)%' "
+                               "and state = 'active'").fetchone()[0]
+    assert running == 0
+
+
+def test_d7_rows_are_streamed_and_limited_on_postgres(pg_url, tmp_path):
+    """Q15 on PostgreSQL: ten million rows asked, five shown, memory flat, the cut said."""
+    many = ("with recursive r(n) as (select 1 union all select n+1 from r where n < 10000000) "
+            "select n, 'some padding text' as pad from r")
+    result = run_cli("query", many, "--limit", "5", "--format", "csv", "--db", pg_url)
+    assert result.stdout.splitlines() == ["n,pad"] + [f"{n},some padding text" for n in range(1, 6)]
+    assert "first 5 rows" in result.stderr
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    with open(tmp_path / "out.csv", "w") as out:  # the same without a limit: streamed to a file
+        process = subprocess.Popen([sys.executable, "-m", "tpsdb", "query", many.replace("10000000", "300000"),
+                                    "--limit", "0", "--format", "csv", "--timeout", "60", "--db", pg_url],
+                                   stdout=out, stderr=subprocess.DEVNULL, env=env, cwd=ROOT)
+        _, status, usage = os.wait4(process.pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    with open(tmp_path / "out.csv") as written:
+        assert sum(1 for _ in written) == 300_001
+    assert usage.ru_maxrss < 150_000, usage.ru_maxrss  # KB; about 70 MB whatever the number of rows
+    empty = run_cli("query", "select 1 as number, 'x' as letter where false", "--db", pg_url)
+    assert empty.stdout.split() == ["number", "letter", "------", "------", "(0", "rows)"]
+
+
+def test_d23_copy_and_server_file_functions_are_refused(pg_url, tmp_path):
+    """PG5: as a superuser, COPY … TO wrote a file on the server and pg_read_file read /etc/passwd."""
+    target = tmp_path / "copy_out.txt"
+    os.chmod(tmp_path, 0o777)  # the server (user postgres) could write here: the refusal is what stops it
+    for statement in (f"COPY (select 'x') TO '{target}'", "copy measurement to stdout",
+                      "select length(pg_read_file('/etc/passwd'))",
+                      "select length(pg_catalog.\"pg_read_file\"('/etc/passwd'))",
+                      f"select lo_export(1, '{target}')", "select pg_ls_dir('.')"):
+        assert "refused" in _one_error_line(run_cli("query", statement, "--db", pg_url, check=False)), statement
+    assert not target.exists()
+
+
+def test_d20_escapes_and_statement_kinds_on_postgres(pg_url):
+    table = run_cli("query", "select E'\\x1b]0;pwned\\x07' as title", "--db", pg_url).stdout
+    assert "\x1b" not in table and "\\x1b]0;pwned\\x07" in table
+    assert "on" in run_cli("query", "show transaction_read_only", "--db", pg_url).stdout
+    assert "Result" in run_cli("query", "explain select 1", "--db", pg_url).stdout
+    assert run_cli("query", "values (1, 'a')", "--format", "csv", "--db", pg_url).stdout == "column1,column2\n1,a\n"
