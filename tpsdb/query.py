@@ -121,17 +121,18 @@ def _authorizer(refused: list[str]):
     return authorize
 
 
-def _sqlite_open(path: str) -> sqlite3.Connection:
+def _sqlite_open(path: str, timeout: float) -> sqlite3.Connection:
     """The file read-only. Its path is percent-quoted into the URI: a `#` or `?` in it would otherwise end the
     path, and SQLite would open (and create, read-write) another file."""
     uri = f"file:{quote(path)}?mode=ro"
-    conn = sqlite3.connect(uri, uri=True)
+    conn = sqlite3.connect(uri, uri=True, timeout=timeout)
     try:
         conn.execute("select 1 from sqlite_schema limit 1")  # opening is lazy: this reads the file and its WAL
         return conn
-    except sqlite3.OperationalError:
+    except sqlite3.OperationalError as error:
         conn.close()
-        if os.path.exists(path + "-wal"):
+        cannot_create = error.sqlite_errorname in ("SQLITE_CANTOPEN", "SQLITE_READONLY_DIRECTORY")
+        if not cannot_create or os.path.exists(path + "-wal"):
             raise
     # A WAL database needs its -wal and -shm files; on read-only media (or in a directory we may not write) SQLite
     # cannot create them. No -wal file means no connection has it open and the file holds every committed
@@ -166,7 +167,7 @@ def _sqlite_rows(path: str, sql: str, timeout: float):
         raise QueryError(f"query: no database at {path} (run `tpsdb init` first?)")
     existed = {p for p in (path + "-wal", path + "-shm") if os.path.exists(p)}
     try:
-        conn = _sqlite_open(path)
+        conn = _sqlite_open(path, timeout)
     except sqlite3.Error as error:
         _remove_side_files(path, existed)
         raise QueryError(f"query: cannot open {path} read-only: {error}") from error
@@ -277,7 +278,7 @@ def _postgres_rows(url: str, sql: str, timeout: float):
         raise failure(error) from error
     try:
         conn.read_only = True  # psycopg opens the transaction with BEGIN READ ONLY
-        cursor = conn.cursor()
+        cursor, stream = conn.cursor(), None
         try:
             cursor.execute("select set_config('statement_timeout', %s, true)", [f"{round(timeout * 1000)}ms"])
             # stream(): the extended protocol (one statement, or an error) and rows as they come.
@@ -292,12 +293,12 @@ def _postgres_rows(url: str, sql: str, timeout: float):
                     yield from chain([first], stream)
             except psycopg.Error as error:
                 raise failure(error) from error
-            finally:
-                stream.close()
 
         columns = [d.name for d in cursor.description] if first is not None else _pg_columns(conn, sql)
         yield columns, rows()
     finally:
+        if stream is not None:
+            stream.close()  # rows left unread (--limit): psycopg cancels the statement on the server
         conn.close()  # without a commit: the transaction is rolled back
 
 
