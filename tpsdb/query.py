@@ -73,18 +73,18 @@ class Limited:
 
 # ---------------------------------------------------------------------------------------------------- SQLite
 # What the authorizer lets through: reading, and functions. Anything else is refused while SQLite parses the
-# statement, before it runs (codes from sqlite3.h; Python 3.11 exposes some of them under clashing names).
-_SQLITE_READING = {20: "READ", 21: "SELECT", 31: "FUNCTION", 33: "COPY", 34: "RECURSIVE"}
-_SQLITE_ACTIONS = {
-    1: "CREATE INDEX", 2: "CREATE TABLE", 3: "CREATE TEMP INDEX", 4: "CREATE TEMP TABLE", 5: "CREATE TEMP TRIGGER",
-    6: "CREATE TEMP VIEW", 7: "CREATE TRIGGER", 8: "CREATE VIEW", 9: "DELETE", 10: "DROP INDEX", 11: "DROP TABLE",
-    12: "DROP TEMP INDEX", 13: "DROP TEMP TABLE", 14: "DROP TEMP TRIGGER", 15: "DROP TEMP VIEW", 16: "DROP TRIGGER",
-    17: "DROP VIEW", 18: "INSERT", 19: "PRAGMA", 22: "transaction control", 23: "UPDATE", 24: "ATTACH (or VACUUM INTO)",
-    25: "DETACH", 26: "ALTER TABLE", 27: "REINDEX", 28: "ANALYZE", 29: "CREATE VIRTUAL TABLE",
-    30: "DROP VIRTUAL TABLE", 32: "SAVEPOINT",
-}
-_SQLITE_UPDATE, _SQLITE_PRAGMA, _SQLITE_FUNCTION = 23, 19, 31
-_SQLITE_TARGET = {9: "from", 18: "into", 23: "of", 24: ""}  # the actions whose first argument says what they touch
+# statement, before it runs.
+_SQLITE_READING = {sqlite3.SQLITE_READ, sqlite3.SQLITE_SELECT, sqlite3.SQLITE_FUNCTION, sqlite3.SQLITE_RECURSIVE}
+# How a refusal names the action (the module's constant names; ATTACH is also how VACUUM INTO writes its copy).
+_SQLITE_ACTIONS = {getattr(sqlite3, f"SQLITE_{name.replace(' ', '_')}"): name for name in (
+    "CREATE INDEX", "CREATE TABLE", "CREATE TEMP INDEX", "CREATE TEMP TABLE", "CREATE TEMP TRIGGER",
+    "CREATE TEMP VIEW", "CREATE TRIGGER", "CREATE VIEW", "DELETE", "DROP INDEX", "DROP TABLE", "DROP TEMP INDEX",
+    "DROP TEMP TABLE", "DROP TEMP TRIGGER", "DROP TEMP VIEW", "DROP TRIGGER", "DROP VIEW", "INSERT", "UPDATE",
+    "DETACH", "ALTER TABLE", "REINDEX", "ANALYZE", "CREATE VTABLE", "DROP VTABLE", "SAVEPOINT", "TRANSACTION")}
+_SQLITE_ACTIONS[sqlite3.SQLITE_ATTACH] = "ATTACH (or VACUUM INTO)"
+# The actions whose first argument says what they touch, and the word before it.
+_SQLITE_TARGET = {sqlite3.SQLITE_DELETE: "from", sqlite3.SQLITE_INSERT: "into", sqlite3.SQLITE_UPDATE: "of",
+                  sqlite3.SQLITE_ATTACH: ""}
 # PRAGMAs that only describe the database. Those that are settings are allowed only without a value (a read).
 _DESCRIBING_PRAGMAS = {"table_info", "table_xinfo", "table_list", "index_list", "index_info", "index_xinfo",
                        "foreign_key_list", "foreign_key_check", "integrity_check", "quick_check"}
@@ -95,16 +95,16 @@ _SETTING_PRAGMAS = {"user_version", "schema_version", "application_id", "journal
 
 def _authorizer(refused: list[str]):
     def authorize(action, arg1, arg2, _database, _trigger):
-        if action == _SQLITE_FUNCTION and (arg2 or "").lower() == "load_extension":
+        if action == sqlite3.SQLITE_FUNCTION and (arg2 or "").lower() == "load_extension":
             refused.append("load_extension()")
             return sqlite3.SQLITE_DENY
         if action in _SQLITE_READING:
             return sqlite3.SQLITE_OK
-        if action == _SQLITE_UPDATE and arg1 in ("sqlite_master", "sqlite_schema"):
+        if action == sqlite3.SQLITE_UPDATE and arg1 in ("sqlite_master", "sqlite_schema"):
             # SQLite reports its own declaration of a table-valued function (json_each, pragma_table_info) as an
             # update of the schema table; a user's write to that table is refused by SQLite and by mode=ro anyway.
             return sqlite3.SQLITE_OK
-        if action == _SQLITE_PRAGMA:
+        if action == sqlite3.SQLITE_PRAGMA:
             name = (arg1 or "").lower()
             if name in _DESCRIBING_PRAGMAS or (name in _SETTING_PRAGMAS and arg2 is None):
                 return sqlite3.SQLITE_OK
@@ -147,7 +147,8 @@ def _remove_side_files(path: str, existed: set[str]) -> None:
     """A read-only connection to a WAL database creates `-wal` and `-shm` files and cannot remove them: SQLite
     leaves that to the last read-write connection to close. So one that only opens the WAL and closes does it,
     and only if no other connection has the database open (SQLite checks its locks; the files then stay for the
-    connection using them). It writes nothing to the database: the WAL our reader created is empty."""
+    connection using them). It writes nothing to the database: the WAL our reader created is empty (unless a
+    writer committed into it meanwhile; folding that in is what any tpsdb command closing last would do)."""
     created = [p for p in (path + "-wal", path + "-shm") if p not in existed and os.path.exists(p)]
     if not created:
         return
