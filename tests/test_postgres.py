@@ -9,12 +9,14 @@ import shutil
 import socket
 import subprocess
 import tempfile
+import time
 
 import pytest
 
 from conftest import run_cli, write_jsonl
 from fixture_server import FixtureServer
 from refresh_helpers import server_env
+from test_query import peak_kb
 
 
 def _free_port() -> int:
@@ -107,3 +109,89 @@ def test_d12_init_with_a_password_holding_at_and_percent(postgres):
     missing = run_cli("summary", "--db", url.replace("/t_d12", "/t_nowhere"), check=False)
     assert missing.returncode == 2 and missing.stderr.count("\n") == 1 and "p%40ss" not in missing.stderr
     assert "the database does not exist" in missing.stderr and "createdb t_nowhere" in missing.stderr
+
+# ------------------------------------------------------------------------------------------- tpsdb query
+def _psql(pg_url: str):
+    import psycopg
+
+    return psycopg.connect(pg_url.replace("postgresql+psycopg://", "postgresql://"), autocommit=True)
+
+
+def _one_error_line(result) -> str:
+    lines = result.stderr.splitlines()
+    assert result.returncode == 2 and len(lines) == 1 and lines[0].startswith("error: query: "), result.stderr
+    return lines[0]
+
+
+def test_d1_the_text_cannot_end_the_read_only_transaction(pg_url):
+    """PG2 and PG3: `commit; …` used to end the read-only transaction and delete or corrupt every figure."""
+    run_cli("init", "--db", pg_url)
+    with _psql(pg_url) as conn:
+        before = conn.execute("select count(*), sum(tokens_per_second) from measurement").fetchone()
+    assert before[0] == 230
+    for statement in ("commit; delete from measurement",
+                      "commit; drop view measurement_full; update measurement set tokens_per_second = 1; "
+                      "select 'done'",
+                      "select 1; delete from measurement",  # a reading first: still one statement only
+                      "/* hidden */ commit",
+                      "delete from measurement",
+                      "with gone as (delete from measurement returning 1) select count(*) from gone",
+                      "explain analyze delete from measurement",
+                      "select set_config('transaction_read_only', 'off', true)",
+                      "select nextval('measurement_id_seq')"):
+        _one_error_line(run_cli("query", statement, "--db", pg_url, check=False))
+    with _psql(pg_url) as conn:
+        assert conn.execute("select count(*), sum(tokens_per_second) from measurement").fetchone() == before
+        assert conn.execute("select count(*) from measurement_full").fetchone()[0] == 230
+
+
+def test_d7_an_endless_statement_stops_on_the_server_too(pg_url):
+    """PG4: the statement stops at --timeout, and the server's backend stops with it."""
+    infinite = "with recursive r(n) as (select 1 union all select n+1 from r) select count(*) from r"
+    started = time.monotonic()
+    result = run_cli("query", infinite, "--timeout", "1", "--db", pg_url, check=False)
+    elapsed = time.monotonic() - started
+    assert _one_error_line(result) == "error: query: stopped after 1 s (--timeout)"
+    assert elapsed < 4, elapsed  # about 0.5 s of interpreter start-up on top
+    with _psql(pg_url) as conn:
+        running = conn.execute("select count(*) from pg_stat_activity where query like 'with recursive r(n)%' "
+                               "and state = 'active'").fetchone()[0]
+    assert running == 0
+
+
+def test_d7_rows_are_streamed_and_limited_on_postgres(pg_url, tmp_path):
+    """Q15 on PostgreSQL: ten million rows asked, five shown, memory flat, the cut said."""
+    many = ("with recursive r(n) as (select 1 union all select n+1 from r where n < 10000000) "
+            "select n, 'some padding text' as pad from r")
+    result = run_cli("query", many, "--limit", "5", "--format", "csv", "--db", pg_url)
+    assert result.stdout.splitlines() == ["n,pad"] + [f"{n},some padding text" for n in range(1, 6)]
+    assert "first 5 rows" in result.stderr
+    with open(tmp_path / "out.csv", "w") as out:  # the same without a limit: streamed to a file
+        status, kb = peak_kb(["query", many.replace("10000000", "300000"), "--limit", "0", "--format", "csv",
+                              "--timeout", "60", "--db", pg_url], out)
+    assert status == 0
+    with open(tmp_path / "out.csv") as written:
+        assert sum(1 for _ in written) == 300_001
+    assert kb < 130_000, kb  # about 70 MB whatever the number of rows
+    empty = run_cli("query", "select 1 as number, 'x' as letter where false", "--db", pg_url)
+    assert empty.stdout.split() == ["number", "letter", "------", "------", "(0", "rows)"]
+
+
+def test_d23_copy_and_server_file_functions_are_refused(pg_url, tmp_path):
+    """PG5: as a superuser, COPY … TO wrote a file on the server and pg_read_file read /etc/passwd."""
+    target = tmp_path / "copy_out.txt"
+    os.chmod(tmp_path, 0o777)  # the server (user postgres) could write here: the refusal is what stops it
+    for statement in (f"COPY (select 'x') TO '{target}'", "copy measurement to stdout",
+                      "select length(pg_read_file('/etc/passwd'))",
+                      "select length(pg_catalog.\"pg_read_file\"('/etc/passwd'))",
+                      f"select lo_export(1, '{target}')", "select pg_ls_dir('.')"):
+        assert "refused" in _one_error_line(run_cli("query", statement, "--db", pg_url, check=False)), statement
+    assert not target.exists()
+
+
+def test_d20_escapes_and_statement_kinds_on_postgres(pg_url):
+    table = run_cli("query", "select E'\\x1b]0;pwned\\x07' as title", "--db", pg_url).stdout
+    assert "\x1b" not in table and "\\x1b]0;pwned\\x07" in table
+    assert "on" in run_cli("query", "show transaction_read_only", "--db", pg_url).stdout
+    assert "Result" in run_cli("query", "explain select 1", "--db", pg_url).stdout
+    assert run_cli("query", "values (1, 'a')", "--format", "csv", "--db", pg_url).stdout == "column1,column2\n1,a\n"

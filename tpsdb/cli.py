@@ -23,7 +23,7 @@ from . import cli_publish, config, db
 # other commands start without them.
 from .cli_common import DbOption, check_choice, fail, open_db
 from .models import Hardware, Measurement, Model, ModelFile, Rejection, Source, Status
-from .query import QueryError, render, run_readonly
+from .query import DEFAULT_LIMIT, DEFAULT_TIMEOUT, Limited, QueryError, render, run_readonly, write
 from .record import RecordFileError, Via
 from .reference import ReferenceError, load_reference
 from .bulk import mapped, prepared_records
@@ -316,18 +316,29 @@ def _non_finite(number: int, item: dict) -> None:
 def query(
     sql: Annotated[str, typer.Argument(help='SQL to run, e.g. "select * from measurement_full limit 5".')],
     fmt: Annotated[str, typer.Option("--format", help="table, csv or json.")] = "table",
+    timeout: Annotated[float, typer.Option("--timeout", help="Stop the statement after this many seconds.")] = DEFAULT_TIMEOUT,
+    limit: Annotated[int, typer.Option("--limit", help="Show at most this many rows (0: all); says so when cut.")] = DEFAULT_LIMIT,
     db_url: DbOption = None,
 ) -> None:
-    """Run one SQL statement read-only (a write is refused; the database is not touched).
+    """Run one SQL statement read-only (anything but reading is refused; the database is not touched).
 
     Views: measurement_full (one row spells a figure out), rejection_full, measurement_history.
     """
     check_choice("--format", fmt, ("table", "csv", "json"))
+    if limit < 0:
+        fail(f"query: --limit must be 0 (every row) or more, not {limit}")
     try:
-        columns, rows = run_readonly(sql, db_url)
+        with run_readonly(sql, db_url, timeout) as (columns, rows):
+            shown = Limited(rows, limit)
+            write(columns, shown, fmt, sys.stdout)
     except QueryError as error:
+        sys.stdout.flush()
         fail(str(error))
-    typer.echo(render(columns, rows, fmt))
+    except BrokenPipeError:  # the reader (`| head`) has what it wanted; Python's documented way to stop quietly
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return
+    if shown.cut:
+        typer.echo(f"query: showing the first {limit} rows; more matched (--limit N, or --limit 0 for all)", err=True)
 
 
 # ---------------------------------------------------------------------------------------------- sources

@@ -1,89 +1,371 @@
-"""Read-only SQL for users: the statement runs on a connection that cannot write, whatever it says."""
+"""Read-only SQL for users: one statement, on a connection that cannot write, bounded in time and rows.
+
+SQLite: the file is opened read-only (`mode=ro`) and an authorizer refuses, while SQLite parses the statement,
+everything but reading (ATTACH, which VACUUM INTO also goes through, writes, transactions, settings). PostgreSQL:
+the statement is checked against a list of reading statements, then sent alone through the extended protocol
+(which refuses a second statement, so the text cannot end the transaction) inside `BEGIN READ ONLY`, with
+`default_transaction_read_only` and `statement_timeout` set. Rows are streamed, never fetched whole.
+"""
 
 from __future__ import annotations
 
 import csv
-import io
 import json
+import math
+import os
+import re
 import sqlite3
+import time
+from contextlib import contextmanager
 from datetime import date, datetime
 from decimal import Decimal
-
-from sqlalchemy import create_engine, text
-from sqlalchemy.exc import DBAPIError
+from itertools import chain, islice
+from typing import IO, Iterable, Iterator
+from urllib.parse import quote
 
 from . import config
 from .db import sqlite_path
+
+DEFAULT_TIMEOUT = 10.0  # seconds
+DEFAULT_LIMIT = 1000  # rows; 0 means no limit
 
 
 class QueryError(Exception):
     pass
 
 
-def run_readonly(sql: str, db: str | None = None) -> tuple[list[str], list[tuple]]:
+def timeout_message(timeout: float) -> str:
+    return f"query: stopped after {timeout:g} s (--timeout)"
+
+
+@contextmanager
+def run_readonly(sql: str, db: str | None = None, timeout: float = DEFAULT_TIMEOUT):
+    """`with run_readonly(sql) as (columns, rows)`: rows is an iterator streamed from the database. Every failure,
+    while opening or while iterating, is a QueryError with a one-line message."""
+    if not timeout > 0:
+        raise QueryError(f"query: --timeout must be more than 0 seconds, not {timeout:g}")
     url = config.database_url(db)
     if url.startswith("sqlite"):
-        path = sqlite_path(url) or ":memory:"
+        path = sqlite_path(url)
+        if path is None:
+            raise QueryError("query: an in-memory SQLite database has nothing to query")
+        with _sqlite_rows(path, sql, timeout) as answer:
+            yield answer
+    else:
+        with _postgres_rows(url, sql, timeout) as answer:
+            yield answer
+
+
+class Limited:
+    """At most `limit` rows of `rows` (0: all); `cut` tells, once they are read, whether more rows existed."""
+
+    def __init__(self, rows: Iterable[tuple], limit: int):
+        self.rows, self.limit, self.cut = rows, limit, False
+
+    def __iter__(self) -> Iterator[tuple]:
+        if not self.limit:
+            yield from self.rows
+            return
+        rows = iter(self.rows)
+        yield from islice(rows, self.limit)
+        self.cut = next(rows, None) is not None  # one row more says that there were more, without reading them all
+
+
+# ---------------------------------------------------------------------------------------------------- SQLite
+# What the authorizer lets through: reading, and functions. Anything else is refused while SQLite parses the
+# statement, before it runs.
+_SQLITE_READING = {sqlite3.SQLITE_READ, sqlite3.SQLITE_SELECT, sqlite3.SQLITE_FUNCTION, sqlite3.SQLITE_RECURSIVE}
+# How a refusal names the action (the module's constant names; ATTACH is also how VACUUM INTO writes its copy).
+_SQLITE_ACTIONS = {getattr(sqlite3, f"SQLITE_{name.replace(' ', '_')}"): name for name in (
+    "CREATE INDEX", "CREATE TABLE", "CREATE TEMP INDEX", "CREATE TEMP TABLE", "CREATE TEMP TRIGGER",
+    "CREATE TEMP VIEW", "CREATE TRIGGER", "CREATE VIEW", "DELETE", "DROP INDEX", "DROP TABLE", "DROP TEMP INDEX",
+    "DROP TEMP TABLE", "DROP TEMP TRIGGER", "DROP TEMP VIEW", "DROP TRIGGER", "DROP VIEW", "INSERT", "UPDATE",
+    "DETACH", "ALTER TABLE", "REINDEX", "ANALYZE", "CREATE VTABLE", "DROP VTABLE", "SAVEPOINT", "TRANSACTION")}
+_SQLITE_ACTIONS[sqlite3.SQLITE_ATTACH] = "ATTACH (or VACUUM INTO)"
+# The actions whose first argument says what they touch, and the word before it.
+_SQLITE_TARGET = {sqlite3.SQLITE_DELETE: "from", sqlite3.SQLITE_INSERT: "into", sqlite3.SQLITE_UPDATE: "of",
+                  sqlite3.SQLITE_ATTACH: ""}
+# PRAGMAs that only describe the database. Those that are settings are allowed only without a value (a read).
+_DESCRIBING_PRAGMAS = {"table_info", "table_xinfo", "table_list", "index_list", "index_info", "index_xinfo",
+                       "foreign_key_list", "foreign_key_check", "integrity_check", "quick_check"}
+_SETTING_PRAGMAS = {"user_version", "schema_version", "application_id", "journal_mode", "page_size", "page_count",
+                    "freelist_count", "encoding", "foreign_keys", "data_version", "database_list", "collation_list",
+                    "function_list", "pragma_list", "module_list", "compile_options"}
+
+
+def _authorizer(refused: list[str]):
+    def authorize(action, arg1, arg2, _database, _trigger):
+        if action == sqlite3.SQLITE_FUNCTION and (arg2 or "").lower() == "load_extension":
+            refused.append("load_extension()")
+            return sqlite3.SQLITE_DENY
+        if action in _SQLITE_READING:
+            return sqlite3.SQLITE_OK
+        if action == sqlite3.SQLITE_UPDATE and arg1 in ("sqlite_master", "sqlite_schema"):
+            # SQLite reports its own declaration of a table-valued function (json_each, pragma_table_info) as an
+            # update of the schema table; a user's write to that table is refused by SQLite and by mode=ro anyway.
+            return sqlite3.SQLITE_OK
+        if action == sqlite3.SQLITE_PRAGMA:
+            name = (arg1 or "").lower()
+            if name in _DESCRIBING_PRAGMAS or (name in _SETTING_PRAGMAS and arg2 is None):
+                return sqlite3.SQLITE_OK
+            refused.append(f"PRAGMA {arg1}" + (f"={arg2}" if arg2 is not None else ""))
+            return sqlite3.SQLITE_DENY
+        what = _SQLITE_ACTIONS.get(action, f"action {action}")
+        if action in _SQLITE_TARGET and arg1:
+            what = f"{what} {_SQLITE_TARGET[action]} {arg1}".replace("  ", " ")
+            if arg1.startswith("sqlite_"):  # SQLite's own record of a CREATE or DROP
+                what = "a change of the schema (CREATE, DROP)"
+        refused.append(what)
+        return sqlite3.SQLITE_DENY
+
+    return authorize
+
+
+def _sqlite_open(path: str, timeout: float) -> sqlite3.Connection:
+    """The file read-only. Its path is percent-quoted into the URI: a `#` or `?` in it would otherwise end the
+    path, and SQLite would open (and create, read-write) another file."""
+    uri = f"file:{quote(path)}?mode=ro"
+    conn = sqlite3.connect(uri, uri=True, timeout=timeout)
+    try:
+        conn.execute("select 1 from sqlite_schema limit 1")  # opening is lazy: this reads the file and its WAL
+        return conn
+    except sqlite3.OperationalError as error:
+        conn.close()
+        cannot_create = error.sqlite_errorname in ("SQLITE_CANTOPEN", "SQLITE_READONLY_DIRECTORY")
+        if not cannot_create or os.path.exists(path + "-wal"):
+            raise
+    # A WAL database needs its -wal and -shm files; on read-only media (or in a directory we may not write) SQLite
+    # cannot create them. No -wal file means no connection has it open and the file holds every committed
+    # transaction, so reading it as immutable (no locks, no side files) answers exactly. A writer starting during
+    # the read could change pages under us; that is why this is the fallback, not the rule.
+    conn = sqlite3.connect(uri + "&immutable=1", uri=True)
+    conn.execute("select 1 from sqlite_schema limit 1")
+    return conn
+
+
+def _remove_side_files(path: str, existed: set[str]) -> None:
+    """A read-only connection to a WAL database creates `-wal` and `-shm` files and cannot remove them: SQLite
+    leaves that to the last read-write connection to close. So one that only opens the WAL and closes does it,
+    and only if no other connection has the database open (SQLite checks its locks; the files then stay for the
+    connection using them). It writes nothing to the database: the WAL our reader created is empty (unless a
+    writer committed into it meanwhile; folding that in is what any tpsdb command closing last would do)."""
+    created = [p for p in (path + "-wal", path + "-shm") if p not in existed and os.path.exists(p)]
+    if not created:
+        return
+    try:
+        conn = sqlite3.connect(f"file:{quote(path)}?mode=rw", uri=True, timeout=1)
         try:
-            # mode=ro: SQLite itself refuses every write, so no statement parsing is trusted for safety.
-            conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-        except sqlite3.OperationalError as error:
-            raise QueryError(f"cannot open {path} read-only: {error} (run `tpsdb init` first?)") from error
-        try:
-            cursor = conn.execute(sql)
-            columns = [d[0] for d in cursor.description or []]
-            return columns, cursor.fetchall()
-        except sqlite3.OperationalError as error:
-            if "readonly" in str(error) or "read-only" in str(error):
-                raise QueryError("query: refused, the database is opened read-only (no INSERT/UPDATE/DELETE/DDL)") from error
-            raise QueryError(f"query: {error}") from error
-        except sqlite3.Error as error:
-            raise QueryError(f"query: {error}") from error
+            conn.execute("select 1 from sqlite_schema limit 1")
         finally:
             conn.close()
-    engine = create_engine(url)
+    except sqlite3.Error:
+        pass  # busy or not writable: the files stay, as they would after any reader
+
+
+@contextmanager
+def _sqlite_rows(path: str, sql: str, timeout: float):
+    if not os.path.isfile(path):
+        raise QueryError(f"query: no database at {path} (run `tpsdb init` first?)")
+    existed = {p for p in (path + "-wal", path + "-shm") if os.path.exists(p)}
     try:
-        with engine.connect() as conn:
-            conn.exec_driver_sql("SET TRANSACTION READ ONLY")
-            result = conn.execute(text(sql))
-            columns = list(result.keys())
-            rows = [tuple(r) for r in result.fetchall()]
-            conn.rollback()
-            return columns, rows
-    except DBAPIError as error:
-        message = str(error.orig).strip().splitlines()[0]
-        if "read-only" in message:
-            raise QueryError("query: refused, the database is opened read-only (no INSERT/UPDATE/DELETE/DDL)") from error
-        raise QueryError(f"query: {message}") from error
+        conn = _sqlite_open(path, timeout)
+    except sqlite3.Error as error:
+        _remove_side_files(path, existed)
+        raise QueryError(f"query: cannot open {path} read-only: {error}") from error
+    refused: list[str] = []
+    deadline = time.monotonic() + timeout
+    cursor = None
+    try:
+        conn.set_authorizer(_authorizer(refused))
+        # Called every 10,000 virtual-machine steps; a true return interrupts the statement.
+        conn.set_progress_handler(lambda: time.monotonic() > deadline, 10_000)
+
+        def failure(error: sqlite3.Error) -> QueryError:
+            if refused:
+                return QueryError(f"query: refused: {refused[0]} (query is read-only: no writes, ATTACH, VACUUM, "
+                                  "transactions or settings)")
+            if isinstance(error, sqlite3.OperationalError) and str(error) == "interrupted":
+                return QueryError(timeout_message(timeout))
+            if isinstance(error, sqlite3.ProgrammingError) and "one statement" in str(error):
+                return QueryError("query: one statement only (the text holds more than one)")
+            return QueryError(f"query: {error}")
+
+        try:
+            cursor = conn.execute(sql)
+        except sqlite3.Error as error:
+            raise failure(error) from error
+
+        def rows() -> Iterator[tuple]:
+            try:
+                while batch := cursor.fetchmany(500):
+                    yield from batch
+            except sqlite3.Error as error:
+                raise failure(error) from error
+
+        yield [d[0] for d in cursor.description or []], rows()
     finally:
-        engine.dispose()
+        if cursor is not None:
+            cursor.close()  # a statement left running would keep the connection (and its lock) open past close()
+        conn.close()
+        _remove_side_files(path, existed)
 
 
+# ------------------------------------------------------------------------------------------------ PostgreSQL
+# The statements a query may be. SELECT, WITH, VALUES and TABLE read (a WITH holding an INSERT/UPDATE/DELETE is
+# refused by the read-only transaction); SHOW reads a setting; EXPLAIN describes a plan, and EXPLAIN ANALYZE runs
+# its statement inside the same read-only, time-limited transaction, so it can do nothing the statement could
+# not. Everything else is refused: COPY (it writes and reads files on the server even in a read-only
+# transaction), transaction control (COMMIT would end the read-only transaction), SET/RESET, CALL/DO, LOAD, LISTEN…
+_PG_STATEMENTS = ("select", "with", "values", "table", "show", "explain")
+# Functions that read or write files on the server, or reach another server. Whether they work depends on the
+# role (superuser, pg_read_server_files…), which is the real guard (see the README); refusing them by name is a
+# cheap second one.
+_PG_SERVER_FUNCTIONS = re.compile(
+    r"(?<![\w$])\"?(pg_read_file|pg_read_binary_file|pg_stat_file|pg_ls_\w+|lo_import|lo_export|lo_from_bytea|lo_put|"
+    r"pg_file_\w+|dblink\w*|pg_terminate_backend|pg_cancel_backend|pg_reload_conf|pg_rotate_logfile)\"?\s*\(",
+    re.IGNORECASE)
+_SQL_PREFIX = re.compile(r"(?:\s+|--[^\n]*|/\*.*?\*/|\()*", re.DOTALL)
+
+
+def check_postgres_statement(sql: str) -> None:
+    """Refuse a statement that is not a query, or that names a server-file function."""
+    word = re.match(r"[A-Za-z]*", sql[_SQL_PREFIX.match(sql).end():]).group().lower()
+    if word not in _PG_STATEMENTS:
+        raise QueryError(f"query: refused: {word.upper() or 'this statement'} is not a read-only query "
+                         f"(allowed: {', '.join(w.upper() for w in _PG_STATEMENTS)})")
+    if found := _PG_SERVER_FUNCTIONS.search(sql):
+        raise QueryError(f"query: refused: {found.group(1)}() reaches the server's files or processes")
+
+
+def _pg_conninfo(url: str) -> str:
+    from sqlalchemy.engine import make_url
+
+    return make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
+
+
+def _pg_columns(conn, sql: str) -> list[str]:
+    """The columns of a statement that returned no row (stream() learns them from its first row): the server
+    parses and describes it again, without running it."""
+    from psycopg import pq
+
+    encoding = conn.info.encoding
+    pgconn = conn.pgconn
+    described = pgconn.prepare(b"", sql.encode(encoding))
+    if described.status == pq.ExecStatus.COMMAND_OK:
+        described = pgconn.describe_prepared(b"")
+    if described.status != pq.ExecStatus.COMMAND_OK:
+        return []
+    return [described.fname(i).decode(encoding) for i in range(described.nfields)]
+
+
+@contextmanager
+def _postgres_rows(url: str, sql: str, timeout: float):
+    import psycopg
+
+    check_postgres_statement(sql)
+
+    def failure(error: psycopg.Error) -> QueryError:
+        if isinstance(error, psycopg.errors.QueryCanceled):
+            return QueryError(timeout_message(timeout))
+        message = (str(error).strip().splitlines() or [type(error).__name__])[0]
+        if isinstance(error, psycopg.errors.ReadOnlySqlTransaction):
+            return QueryError(f"query: refused, the transaction is read-only: {message}")
+        return QueryError(f"query: {message}")
+
+    try:
+        conn = psycopg.connect(_pg_conninfo(url), connect_timeout=max(2, math.ceil(timeout)),
+                               options="-c default_transaction_read_only=on")
+    except psycopg.Error as error:
+        raise failure(error) from error
+    try:
+        conn.read_only = True  # psycopg opens the transaction with BEGIN READ ONLY
+        cursor, stream = conn.cursor(), None
+        try:
+            cursor.execute("select set_config('statement_timeout', %s, true)", [f"{round(timeout * 1000)}ms"])
+            # stream(): the extended protocol (one statement, or an error) and rows as they come.
+            stream = cursor.stream(sql)
+            first = next(stream, None)
+        except psycopg.Error as error:
+            raise failure(error) from error
+
+        def rows() -> Iterator[tuple]:
+            try:
+                if first is not None:
+                    yield from chain([first], stream)
+            except psycopg.Error as error:
+                raise failure(error) from error
+
+        columns = [d.name for d in cursor.description] if first is not None else _pg_columns(conn, sql)
+        yield columns, rows()
+    finally:
+        if stream is not None:
+            stream.close()  # rows left unread (--limit): psycopg cancels the statement on the server
+        conn.close()  # without a commit: the transaction is rolled back
+
+
+# ------------------------------------------------------------------------------------------------ output
 def _plain(value):
     if isinstance(value, (datetime, date)):
         return value.isoformat()
     if isinstance(value, Decimal):
         return float(value)
-    if isinstance(value, bytes):
+    if isinstance(value, bytes | memoryview):
         return f"<{len(value)} bytes>"
     return value
 
 
-def render(columns: list[str], rows: list[tuple], fmt: str) -> str:
-    rows = [tuple(_plain(v) for v in row) for row in rows]
+# Control characters (C0, DEL, C1), line/paragraph separators and bidirectional overrides: on a terminal they
+# move the cursor, retitle the window or reorder text. A table shows them as escapes.
+_UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+
+
+def _shown(value) -> str:
+    text = "" if value is None else str(value)
+    return _UNPRINTABLE.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
+
+
+def write(columns: list[str], rows: Iterable[tuple], fmt: str, out: IO[str]) -> int:
+    """Write rows as they come (memory does not grow with their number); returns how many."""
+    rows = (tuple(_plain(v) for v in row) for row in rows)
+    count = 0
     if fmt == "json":
-        return json.dumps([dict(zip(columns, row)) for row in rows], ensure_ascii=False, indent=1)
-    if fmt == "csv":
-        out = io.StringIO()
+        out.write("[")
+        for count, row in enumerate(rows, 1):
+            item = json.dumps(dict(zip(columns, row)), ensure_ascii=False, indent=1).replace("\n", "\n ")
+            out.write(("," if count > 1 else "") + "\n " + item)
+        out.write("\n]\n" if count else "]\n")
+    elif fmt == "csv":
         writer = csv.writer(out, lineterminator="\n")
         writer.writerow(columns)
-        writer.writerows(rows)
-        return out.getvalue().rstrip("\n")
-    cells = [[("" if v is None else str(v)).replace("\n", " ") for v in row] for row in rows]
-    widths = [min(60, max([len(c)] + [len(r[i]) for r in cells])) for i, c in enumerate(columns)]
-    fit = lambda value, width: value if len(value) <= width else value[: width - 1] + "…"
-    lines = ["  ".join(fit(c, w).ljust(w) for c, w in zip(columns, widths)).rstrip(),
-             "  ".join("-" * w for w in widths)]
-    lines += ["  ".join(fit(v, w).ljust(w) for v, w in zip(row, widths)).rstrip() for row in cells]
-    lines.append(f"({len(rows)} row{'s' if len(rows) != 1 else ''})")
-    return "\n".join(lines)
+        for count, row in enumerate(rows, 1):
+            writer.writerow(row)
+    else:
+        count = _table(columns, rows, out)
+    return count
+
+
+def _table(columns: list[str], rows: Iterator[tuple], out: IO[str]) -> int:
+    """Columns as wide as their widest value in the first 1000 rows (at most 60); later rows are cut to fit."""
+    header = [_shown(c) for c in columns]
+    first = [[_shown(v) for v in row] for row in islice(rows, 1000)]
+    widths = [min(60, max([len(c)] + [len(r[i]) for r in first])) for i, c in enumerate(header)]
+
+    def line(cells) -> str:
+        fit = (v if len(v) <= w else v[: w - 1] + "…" for v, w in zip(cells, widths))
+        return "  ".join(v.ljust(w) for v, w in zip(fit, widths)).rstrip() + "\n"
+
+    out.write(line(header) + "  ".join("-" * w for w in widths) + "\n")
+    count = 0
+    for count, cells in enumerate(chain(first, ([_shown(v) for v in row] for row in rows)), 1):
+        out.write(line(cells))
+    out.write(f"({count} row{'s' if count != 1 else ''})\n")
+    return count
+
+
+def render(columns: list[str], rows: list[tuple], fmt: str) -> str:
+    """The rows as one text (small results: `tpsdb sources` uses it)."""
+    import io
+
+    out = io.StringIO()
+    write(columns, rows, fmt, out)
+    return out.getvalue().rstrip("\n")
