@@ -78,16 +78,42 @@ def _prepare_range(start: int, stop: int) -> list[tuple]:
             if not line or line.isspace():
                 continue
             try:
-                prepared.append(prepare_json(line, bandwidth_of=_bandwidths.get, today=today))
-            except (json.JSONDecodeError, UnicodeDecodeError) as error:
-                lineno = _data[:start].count(b"\n") + offset + 1
-                why = f"not JSON ({error.msg})" if isinstance(error, json.JSONDecodeError) else "not UTF-8 text"
-                raise RecordFileError(f"{_name}:{lineno}: {why}") from None
+                if line[:1] != b"{" and not line.lstrip().startswith(b"{"):  # 42, null, [...]: not a record
+                    json.loads(line)
+                    why = "not a JSON object"
+                else:
+                    prepared.append(prepare_json(line, bandwidth_of=_bandwidths.get, today=today))
+                    continue
+            except (ValueError, RecursionError) as error:
+                why = _unreadable(error)
+            lineno = _data[:start].count(b"\n") + offset + 1
+            raise RecordFileError(f"{_name}:{lineno}: {why}")
     else:
-        prepared = [prepare(candidate, bandwidth_of=_bandwidths.get, today=today) for candidate in _items[start:stop]]
+        prepared = []
+        for index, candidate in enumerate(_items[start:stop], start):
+            if not isinstance(candidate, dict):
+                raise RecordFileError(f"{_name}[{index}]: not a JSON object")
+            try:
+                prepared.append(prepare(candidate, bandwidth_of=_bandwidths.get, today=today))
+            except RecursionError:  # storing the candidate as given, in a rejection row
+                raise RecordFileError(f"{_name}[{index}]: {_TOO_DEEP}") from None
     shared: dict[tuple, tuple] = {}
     return [(key, reasons, columns, refs and tuple([shared.setdefault(ref, ref) for ref in refs]))
             for key, reasons, columns, refs in prepared]
+
+
+_TOO_DEEP = "nested too deeply"
+
+
+def _unreadable(error: ValueError | RecursionError) -> str:
+    """Why json.loads could not read a text."""
+    if isinstance(error, json.JSONDecodeError):
+        return f"not JSON ({error.msg})"
+    if isinstance(error, UnicodeDecodeError):
+        return "not UTF-8 text"
+    if isinstance(error, RecursionError):
+        return _TOO_DEEP
+    return "not JSON (a number too long to read)"  # more than 4,300 digits (sys.get_int_max_str_digits)
 
 
 @contextmanager
@@ -114,7 +140,7 @@ def _document_items(name: str, data: bytes | mmap.mmap) -> list | None:
         try:
             json.loads(data[first.start():newline])
             return None  # a whole value on the first line, and more lines: JSONL
-        except ValueError:
+        except (ValueError, RecursionError):
             pass  # a value written over several lines
     try:
         value = json.loads(data[:].decode("utf-8"))
@@ -122,6 +148,8 @@ def _document_items(name: str, data: bytes | mmap.mmap) -> list | None:
         raise RecordFileError(f"{name}: not UTF-8 text") from None
     except json.JSONDecodeError as error:
         raise RecordFileError(f"{name}:{error.lineno}: not JSON ({error.msg})") from None
+    except (ValueError, RecursionError) as error:
+        raise RecordFileError(f"{name}: {_unreadable(error)}") from None
     return value if isinstance(value, list) else [value]
 
 

@@ -98,14 +98,17 @@ class _Strict(BaseModel):
 Number = Annotated[float | None, Field(strict=True)]
 
 
-def _not_bool_or_text(value: Any) -> Any:
-    if value.__class__ is bool or value.__class__ is str:
+def _whole_number(value: Any) -> Any:
+    kind = value.__class__
+    if kind is bool or kind is str:
         raise PydanticCustomError("int_type", "input should be a valid integer")
+    if kind is float and not abs(value) <= 1e15:  # 1e20 tokens: pydantic's own words would be about parsing
+        raise PydanticCustomError("int_range", "not a plausible count")
     return value
 
 
 # Counts are whole JSON numbers: 32 or 32.0, not 32.5, `true` or "32".
-Count = Annotated[int | None, BeforeValidator(_not_bool_or_text)]
+Count = Annotated[int | None, BeforeValidator(_whole_number)]
 
 
 def _not_a_number(value: Any) -> Any:
@@ -409,12 +412,13 @@ def validate(
 
 def validate_well_formed_json(text: str | bytes, *, bandwidth_of: BandwidthLookup | None = None,
                               today: date | None = None) -> Outcome | None:
-    """validate() of a JSON text whose structure is right; None when it is not (then use validate(json.loads)).
+    """validate() of a JSON text when it holds an accepted record; None otherwise (then use validate(json.loads)).
 
     Pydantic's JSON parser builds the record straight from the text, without the dict in between: the bulk path
     of `tpsdb add`, where parsing the JSON cost as much as validating it. A text it refuses (bad JSON, an unknown
-    field, a wrong type) gets None rather than reasons, so that every reason is still spelled by validate().
-    pydantic reads "\u0000" as a NUL character: such a text goes to validate() too, which refuses it.
+    field, a wrong type, a rejected record) gets None rather than reasons, so that every reason is spelled by
+    validate(), the same as for the record in a JSON list. So does a text holding the escape \\u0000, which
+    pydantic would read as the NUL character that validate() refuses.
     """
     if (b"\\u0000" if text.__class__ is bytes else "\\u0000") in text:
         return None
@@ -422,7 +426,9 @@ def validate_well_formed_json(text: str | bytes, *, bandwidth_of: BandwidthLooku
         record = Record.__pydantic_validator__.validate_json(text)  # model_validate_json without its wrapper
     except ValidationError:
         return None
-    return check_record(record, [], bandwidth_of=bandwidth_of, today=today)
+    outcome = check_record(record, [], bandwidth_of=bandwidth_of, today=today)
+    # a refused record goes through validate() too: its reasons are those of the same record in a JSON list
+    return outcome if outcome.accepted else None
 
 
 def check_record(record: Record, reasons: list[str], *, bandwidth_of: BandwidthLookup | None = None,
