@@ -294,3 +294,13 @@ def test_d13_validate_and_add_agree_on_sqlite_and_postgres(case, databases, tmp_
                 assert records[0]["tokens_per_second"] == given["tokens_per_second"]
     finally:
         pg_tool("dropdb", pg_name)
+
+
+@pytest.mark.parametrize("value", [42, "a string", None, [[VALID_RECORD]]])
+def test_d21_a_value_that_is_not_an_object_is_an_error_not_a_rejection(value, tmp_path, empty_db):
+    path = tmp_path / "values.jsonl"
+    path.write_text(json.dumps(VALID_RECORD) + "\n" + json.dumps(value) + "\n", encoding="utf-8")
+    for command in (["validate", str(path)], ["add", str(path), "--db", str(empty_db)]):
+        result = invoke(*command)
+        assert result.exit_code == 2 and result.stderr.startswith(f"error: {path}:2: not a JSON object"), result.stderr
+    assert stored(f"sqlite:///{empty_db}")[:2] == (0, 0)
