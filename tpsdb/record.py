@@ -334,11 +334,29 @@ def quote_numbers(quote: str) -> list[str]:
     return numbers
 
 
+def _written_alone(text: str, quote: str) -> bool:
+    """Is this text in the quote as a number of its own (a quicker answer than quote_numbers for the usual case)?
+    False when unsure: "59.02 5 GB" (a run of numbers before a unit) is left to quote_numbers."""
+    start = quote.find(text)
+    while start != -1:
+        end = start + len(text)
+        before, after, next_after = quote[start - 1:start], quote[end:end + 1], quote[end + 1:end + 2]
+        if not (before and before.isascii() and (before.isalnum() or before in "_.,")) \
+                and not after.isdigit() and not (after in ".,eE \u202f\u00a0" and after and next_after.isdigit()) \
+                and not _SIZE_UNIT_AFTER.match(quote, end):
+            return True
+        start = quote.find(text, start + 1)
+    return False
+
+
 def _value_in_quote(value: float, quote: str) -> bool:
     """Does the quote show this number? The value is one of the quote's numbers, or one of them rounded to the
     value's decimals (the quote shows 59.0249, the record says 59.02)."""
     if not math.isfinite(value):
         return False
+    text = repr(float(value))
+    if _written_alone(text[:-2] if text.endswith(".0") else text, quote):
+        return True
     wanted = Decimal(repr(float(value))).normalize()
     places = max(0, -wanted.as_tuple().exponent)
     half_unit = Decimal(5).scaleb(-places - 1)
@@ -365,6 +383,29 @@ def storable(text: str, max_bytes: int | None = None) -> bool:
 
 def _unstorable_text(text: str) -> str:
     return "holds a NUL character" if "\x00" in text else "holds a lone surrogate (not Unicode text)"
+
+
+def _clean_text(text: str) -> bool:
+    return "\x00" not in text if text.isascii() else not _UNSTORABLE.search(text)
+
+
+def _clean(value: dict | list, depth: int) -> bool:
+    """No reason of content_reasons() in this container: the quick answer, run on every record."""
+    if depth > MAX_DEPTH:
+        return False
+    for key, item in (value.items() if value.__class__ is dict else enumerate(value)):
+        kind = item.__class__
+        if key.__class__ is str and not _clean_text(key):
+            return False
+        if kind is str:
+            if not _clean_text(item):
+                return False
+        elif kind is float:
+            if item - item != 0:  # NaN or an infinity
+                return False
+        elif (kind is dict or kind is list) and not _clean(item, depth + 1):
+            return False
+    return True
 
 
 def content_reasons(value: Any, path: str, reasons: list[str], depth: int = 1) -> list[str]:
@@ -399,9 +440,8 @@ def validate(
     """Check one candidate against the record format and the six required fields."""
     if not isinstance(data, dict):
         return Outcome(reasons=[Reason.bad("record", "not a JSON object")])
-    unstorable = content_reasons(data, "record", [])
-    if unstorable:  # alone: other reasons would quote the text that cannot be stored
-        return Outcome(reasons=unstorable)
+    if not _clean(data, 1):  # these reasons alone: others would quote the text that cannot be stored
+        return Outcome(reasons=content_reasons(data, "record", []))
     reasons = [Reason.unknown_field(k) for k in data if k not in TOP_LEVEL_KEYS]
     try:
         record = Record.model_validate({k: v for k, v in data.items() if k in TOP_LEVEL_KEYS})
@@ -485,7 +525,7 @@ _VIA_NAME_FIELDS = ("title", "publisher")
 
 
 def _check_name(text: str | None, field: str, reasons: list[str]) -> None:
-    if text is None:
+    if text is None or (text.isascii() and text.isprintable() and len(text) <= MAX_NAME_BYTES):  # the usual case
         return
     if _CONTROL.search(text):
         reasons.append(Reason.bad(field, "holds a control character"))
@@ -567,7 +607,8 @@ def _check_model(r: Record, reasons: list[str]) -> None:
             setattr(m, attr, None)
             continue
         if not _check_range(number, path, reasons, _MODEL_LIMITS[path]):
-            number = None  # no plausibility verdict on a number already refused
+            setattr(m, attr, None)  # no plausibility verdict on a number already refused
+            continue
         if value.__class__ is not float:  # setattr on a pydantic model is costly: only when the value changed
             setattr(m, attr, number)
     if isinstance(m.params_b, float) and isinstance(m.active_params_b, float) and m.active_params_b > m.params_b:
@@ -605,7 +646,7 @@ def _check_software(r: Record, reasons: list[str]) -> None:
     if not (r.software.version and r.software.version.strip()):
         reasons.append(Reason.missing("software.version"))
     options = r.software.options
-    if options:
+    if options and not _clean(options, 3):
         content_reasons(options, "software.options", reasons, depth=3)
     if list(options) != sorted(options):  # one spelling per figure: keys sorted
         ordered = sorted(options.items())
@@ -659,7 +700,7 @@ def _check_nature(r: Record, reasons: list[str]) -> None:
             reasons.append(Reason.missing("nature.formula"))
         if not n.inputs:
             reasons.append(Reason.missing("nature.inputs"))
-    if n.inputs:
+    if n.inputs and not _clean(n.inputs, 3):
         content_reasons(n.inputs, "nature.inputs", reasons, depth=3)
 
 
