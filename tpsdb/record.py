@@ -393,12 +393,14 @@ def _clean(value: dict | list, depth: int) -> bool:
     """No reason of content_reasons() in this container: the quick answer, run on every record."""
     if depth > MAX_DEPTH:
         return False
+    search = _UNSTORABLE.search
     for key, item in (value.items() if value.__class__ is dict else enumerate(value)):
         kind = item.__class__
-        if key.__class__ is str and not _clean_text(key):
+        # _clean_text(), written out: this loop runs over every key and value of every record
+        if key.__class__ is str and not (key.isascii() and "\x00" not in key) and search(key):
             return False
         if kind is str:
-            if not _clean_text(item):
+            if not (item.isascii() and "\x00" not in item) and search(item):
                 return False
         elif kind is float:
             if item - item != 0:  # NaN or an infinity
