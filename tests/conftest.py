@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import copy
+import glob
 import json
 import os
+import shutil
+import socket
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -64,3 +68,45 @@ def empty_db(tmp_path) -> Path:
     path = tmp_path / "empty.sqlite"
     run_cli("init", "--no-seed", db=path)
     return path
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def postgres():
+    """A throw-away PostgreSQL server on 127.0.0.1, for the session: (bindir, as_user, port)."""
+    binaries = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"))
+    if not binaries:
+        pytest.skip("no PostgreSQL server binaries (apt-get install postgresql)")
+    bindir = os.path.dirname(binaries[-1])
+    as_user = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
+    if as_user and shutil.which("runuser") is None:
+        pytest.skip("running as root without runuser: initdb refuses root")
+    workdir = tempfile.mkdtemp(prefix="tpsdb-pg-")
+    if as_user:
+        shutil.chown(workdir, "postgres")
+    port = _free_port()
+    data = os.path.join(workdir, "data")
+    subprocess.run(as_user + [f"{bindir}/initdb", "-D", data, "-A", "trust", "-U", "postgres"], check=True,
+                   capture_output=True)
+    subprocess.run(as_user + [f"{bindir}/pg_ctl", "-D", data, "-l", os.path.join(workdir, "log"), "-w", "-o",
+                              f"-p {port} -k {workdir} -c listen_addresses=127.0.0.1 -c fsync=off", "start"],
+                   check=True, capture_output=True)
+    try:
+        yield bindir, as_user, port
+    finally:
+        subprocess.run(as_user + [f"{bindir}/pg_ctl", "-D", data, "-m", "immediate", "stop"], capture_output=True)
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+@pytest.fixture
+def pg_url(postgres, request):
+    bindir, as_user, port = postgres
+    name = "t_" + request.node.name.lower().replace("[", "_").replace("]", "")[:40]
+    subprocess.run(as_user + [f"{bindir}/createdb", "-h", "127.0.0.1", "-p", str(port), "-U", "postgres", name],
+                   check=True, capture_output=True)
+    return f"postgresql+psycopg://postgres@127.0.0.1:{port}/{name}"

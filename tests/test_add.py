@@ -273,7 +273,7 @@ def test_a_json_value_that_is_not_an_object_refuses_the_file_and_stores_no_junk_
     for name in ("validate", "add"):
         result = tpsdb(name, str(path), "--db", str(empty_db))
         assert result.exit_code == 2
-        assert result.stderr.startswith(f"error: {path}") and "not a record (a JSON object)" in result.stderr
+        assert result.stderr.startswith(f"error: {path}") and "not a JSON object" in result.stderr
     assert rows(empty_db, "select count(*) from rejection") == [(0,)]
 
 

@@ -1,63 +1,17 @@
 """The same code on PostgreSQL, through the database URL: a real server started for the session.
 
-Skipped (with the reason) only where no PostgreSQL server binaries are installed.
+Skipped (with the reason) only where no PostgreSQL server binaries are installed. The server and the
+database fixtures (`postgres`, `pg_url`) are in conftest.py: tests/test_hostile_records.py uses them too.
 """
 
-import glob
 import os
-import shutil
-import socket
 import subprocess
-import tempfile
 import time
-
-import pytest
 
 from conftest import run_cli, write_jsonl
 from fixture_server import FixtureServer
 from refresh_helpers import server_env
 from test_query import peak_kb
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@pytest.fixture(scope="module")
-def postgres():
-    binaries = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"))
-    if not binaries:
-        pytest.skip("no PostgreSQL server binaries (apt-get install postgresql)")
-    bindir = os.path.dirname(binaries[-1])
-    as_user = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
-    if as_user and shutil.which("runuser") is None:
-        pytest.skip("running as root without runuser: initdb refuses root")
-    workdir = tempfile.mkdtemp(prefix="tpsdb-pg-")
-    if as_user:
-        shutil.chown(workdir, "postgres")
-    port = _free_port()
-    data = os.path.join(workdir, "data")
-    subprocess.run(as_user + [f"{bindir}/initdb", "-D", data, "-A", "trust", "-U", "postgres"], check=True,
-                   capture_output=True)
-    subprocess.run(as_user + [f"{bindir}/pg_ctl", "-D", data, "-l", os.path.join(workdir, "log"), "-w", "-o",
-                              f"-p {port} -k {workdir} -c listen_addresses=127.0.0.1 -c fsync=off", "start"],
-                   check=True, capture_output=True)
-    try:
-        yield bindir, as_user, port
-    finally:
-        subprocess.run(as_user + [f"{bindir}/pg_ctl", "-D", data, "-m", "immediate", "stop"], capture_output=True)
-        shutil.rmtree(workdir, ignore_errors=True)
-
-
-@pytest.fixture
-def pg_url(postgres, request):
-    bindir, as_user, port = postgres
-    name = "t_" + request.node.name.lower().replace("[", "_").replace("]", "")[:40]
-    subprocess.run(as_user + [f"{bindir}/createdb", "-h", "127.0.0.1", "-p", str(port), "-U", "postgres", name],
-                   check=True, capture_output=True)
-    return f"postgresql+psycopg://postgres@127.0.0.1:{port}/{name}"
 
 
 def test_seed_loads_and_dumps_to_the_same_bytes(pg_url, tmp_path):

@@ -139,3 +139,106 @@ class TestCeiling:
                                                   ("F16", "F16"), ("IQ4_XS", "IQ4_XS"), ("4-bit", None), ("int4?", None)])
 def test_quantization_names(given, expected):
     assert named_quantization(given) == expected
+
+
+# ------------------------------------------------------------------------------ the reliability probe's defects
+@pytest.mark.parametrize(("change", "field"), [
+    (lambda r: r.update(tokens_per_second=float("inf")), "tokens_per_second"),  # 1e309 reads as inf
+    (lambda r: (r.update(tokens_per_second=float("nan")), r["source"].update(quote="result: nan t/s")),
+     "tokens_per_second"),
+    (lambda r: r.update(stddev=float("nan")), "stddev"),
+    (lambda r: r["model"].update(params_b=float("nan")), "model.params_b"),
+    (lambda r: r["model"].update(active_params_b=float("inf")), "model.active_params_b"),
+    (lambda r: r["hardware"].update(memory_bandwidth_gbs=float("inf")), "hardware.memory_bandwidth_gbs"),
+    (lambda r: r["hardware"].update(memory_gb=float("nan")), "hardware.memory_gb"),
+    (lambda r: r["software"]["options"].update(ngl=float("nan")), "software.options.ngl"),
+])
+def test_d3_numbers_that_are_not_finite_are_refused(record, change, field):
+    assert reasons_after(record, change) == [f"{field}: not a finite number"]
+
+
+@pytest.mark.parametrize(("change", "code"), [
+    (lambda r: r["hardware"].update(memory_gb=-128), "hardware.memory_gb: not positive"),
+    (lambda r: r["hardware"].update(gpu_cores=-6), "hardware.gpu_cores: not positive"),
+    (lambda r: r["hardware"].update(memory_bandwidth_gbs=0), "hardware.memory_bandwidth_gbs: not positive"),
+    (lambda r: r.update(stddev=-0.17), "stddev: negative"),
+    (lambda r: r["concurrency"].update(users=10**19), "concurrency.users: 1e+19 is implausible (more than 1e+06)"),
+    (lambda r: r["lengths"].update(generated_tokens=10**20),
+     "lengths.generated_tokens: 1e+20 is implausible (more than 1e+09)"),
+    (lambda r: r["lengths"].update(generated_tokens=1e20), "lengths.generated_tokens: not a plausible count"),
+    (lambda r: r["lengths"].update(generated_tokens="32"), "lengths.generated_tokens: input should be a valid integer"),
+    (lambda r: r["concurrency"].update(users=True), "concurrency.users: input should be a valid integer"),
+    (lambda r: r.update(tokens_per_second=True), "tokens_per_second: input should be a valid number"),
+    (lambda r: r.update(tokens_per_second="59.02"), "tokens_per_second: input should be a valid number"),
+    (lambda r: r["model"].update(params_b=True), "model.params_b: not a number or a string with its unit"),
+    (lambda r: r["model"].update(file_size_gb=2e5), "model.file_size_gb: 200000 is implausible (more than 100000)"),
+    (lambda r: r["model"].update(name="Llama 2 7B", params_b=6738, file_size_gb=3.79),
+     "model.params_b: 6738 is not in billions for a 3.79 GB file (looks like millions)"),
+])
+def test_d3_numbers_are_typed_and_in_range(record, change, code):
+    assert reasons_after(record, change) == [code]
+
+
+def test_d3_whole_floats_count_and_are_stored_as_integers(record):
+    record["concurrency"]["users"] = 1.0
+    assert validate(record).record.concurrency.users == 1
+
+
+@pytest.mark.parametrize("value", [5, 9.02, 2, 0.1, 3, 116.83, 59.03])
+def test_d4_quote_needs_the_whole_number(record, value):
+    # the README quote: "| … | 59.02 GiB | 116.83 B | CUDA | 99 | 2048 | 1 | 0 | tg32 | 59.02 ± 0.17 |"
+    record["tokens_per_second"] = value
+    assert validate(record).reasons == [f"source.quote: does not show the value {value:g}"]
+
+
+@pytest.mark.parametrize(("value", "quote"), [
+    (59.02, "59.02 ± 0.17"), (59.0, "59.02 ± 0.17"), (59, "| tg32 | 59.02 ± 0.17 |"),  # the value is rounded
+    (59.02, "59.0249 t/s"), (1311.72, "1,311.72 t/s"), (1311.72, "1 311,72 t/s"), (42.0, "42,0 tokens/s"),
+    (1000, "1e3 t/s"), (42, "速度为42个token"), (42, "it ran at 42t/s."), (8, "batch 1,2,4,8"),
+])
+def test_d4_whole_numbers_as_people_write_them(record, value, quote):
+    record["tokens_per_second"], record["source"]["quote"] = value, quote
+    assert validate(record).accepted, validate(record).reasons
+
+
+@pytest.mark.parametrize(("value", "quote"), [
+    (311.72, "1,311.72 t/s"), (420, "42,0 tokens/s"), (3, "1e3 t/s"), (59.024, "59.02 t/s"), (32, "tg32: 7 t/s"),
+    (6918, "llama.cpp b6918: 7 t/s"),
+])
+def test_d4_parts_of_a_number_are_not_the_number(record, value, quote):
+    record["tokens_per_second"], record["source"]["quote"] = value, quote
+    assert validate(record).reasons == [f"source.quote: does not show the value {value:g}"]
+
+
+@pytest.mark.parametrize(("change", "code"), [
+    (lambda r: r["source"].update(retrieved_at=0), "source.retrieved_at: not a date (write yyyy-mm-dd)"),
+    (lambda r: r["source"].update(retrieved_at="0001-01-01", published_at=None),
+     "source.retrieved_at: before 1990-01-01"),
+    (lambda r: r["source"].update(published_at="1989-12-31"), "source.published_at: before 1990-01-01"),
+    (lambda r: r["source"].update(via={"published_at": "2099-01-01"}), "source.via.published_at: in the future"),
+    (lambda r: r["source"].update(url="https://example.com/x\n"), "source.url: not an http(s) URL"),
+    (lambda r: r["source"].update(url="https://exa mple.com/x"), "source.url: not an http(s) URL"),
+    (lambda r: r["source"].update(url="https://example.com/\x7f"), "source.url: not an http(s) URL"),
+    (lambda r: r["source"].update(url="https://user:pass@evil.example/x"), "source.url: holds a user:password@"),
+    (lambda r: r["source"].update(via={"url": "javascript:alert(1)"}), "source.via.url: not an http(s) URL"),
+])
+def test_d18_dates_and_urls(record, change, code):
+    assert reasons_after(record, change) == [code]
+
+
+@pytest.mark.parametrize("url", ["HTTPS://example.com/x", "Http://example.com", "https://medium.com/@user/post",
+                                 "https://example.com/a?b=c#d"])
+def test_d18_urls_that_are_fine(record, url):
+    record["source"]["url"] = url
+    assert validate(record).accepted
+
+
+@pytest.mark.parametrize(("change", "code"), [
+    (lambda r: r["source"].update(author="a\x00b"), "source.author: holds a NUL character"),
+    (lambda r: r["hardware"].update(name="DGX\x00"), "hardware.name: holds a NUL character"),
+    (lambda r: r["software"].update(options={"k": ["x", "\x00"]}), "software.options.k.1: holds a NUL character"),
+    (lambda r: r["source"].update(author="\ud800"), "source.author: holds a lone surrogate (not Unicode text)"),
+    (lambda r: r.update({"\x00": 1}), "record: a key holds a NUL character"),
+])
+def test_d22_nul_characters_and_lone_surrogates_are_refused_with_the_field(record, change, code):
+    assert reasons_after(record, change) == [code]

@@ -71,7 +71,7 @@ def _exit_with(parent: int) -> None:
 
 
 # A file of records holds objects: anything else means it is not one (stored, it would be a junk rejection row).
-_NOT_A_RECORD = "not a record (a JSON object)"
+_NOT_A_RECORD = "not a JSON object"
 
 
 def _prepare_range(start: int, stop: int) -> list[tuple]:
@@ -86,17 +86,24 @@ def _prepare_range(start: int, stop: int) -> list[tuple]:
             if not line or line.isspace():
                 continue
             try:
-                prepared.append(prepare_json(line, bandwidth_of=_bandwidths.get, today=today))
-            except (json.JSONDecodeError, UnicodeDecodeError) as error:
-                why = f"not JSON ({error.msg})" if isinstance(error, json.JSONDecodeError) else "not UTF-8 text"
-                raise RecordFileError(f"{_name}:{_line_number(start, offset)}: {why}") from None
-            if prepared[-1].reasons and line.lstrip()[:1] != b"{":  # JSON, but a number, a string, a list…
-                raise RecordFileError(f"{_name}:{_line_number(start, offset)}: {_NOT_A_RECORD}")
+                if line[:1] != b"{" and not line.lstrip().startswith(b"{"):  # 42, null, [...]: not a record
+                    json.loads(line)
+                    why = _NOT_A_RECORD
+                else:
+                    prepared.append(prepare_json(line, bandwidth_of=_bandwidths.get, today=today))
+                    continue
+            except (ValueError, RecursionError) as error:
+                why = _unreadable(error)
+            raise RecordFileError(f"{_name}:{_line_number(start, offset)}: {why}")
     else:
+        prepared = []
         for index, candidate in enumerate(_items[start:stop], start):
             if not isinstance(candidate, dict):
                 raise RecordFileError(f"{_name}[{index}]: {_NOT_A_RECORD}")
-        prepared = [prepare(candidate, bandwidth_of=_bandwidths.get, today=today) for candidate in _items[start:stop]]
+            try:
+                prepared.append(prepare(candidate, bandwidth_of=_bandwidths.get, today=today))
+            except RecursionError:  # storing the candidate as given, in a rejection row
+                raise RecordFileError(f"{_name}[{index}]: {_TOO_DEEP}") from None
     shared: dict[tuple, tuple] = {}
     return [(key, reasons, columns, refs and tuple([shared.setdefault(ref, ref) for ref in refs]))
             for key, reasons, columns, refs in prepared]
@@ -105,6 +112,20 @@ def _prepare_range(start: int, stop: int) -> list[tuple]:
 def _line_number(start: int, offset: int) -> int:
     """The line number, in the file, of line `offset` of the range that begins at byte `start`."""
     return _data[:start].count(b"\n") + offset + 1
+
+
+_TOO_DEEP = "nested too deeply"
+
+
+def _unreadable(error: ValueError | RecursionError) -> str:
+    """Why json.loads could not read a text."""
+    if isinstance(error, json.JSONDecodeError):
+        return f"not JSON ({error.msg})"
+    if isinstance(error, UnicodeDecodeError):
+        return "not UTF-8 text"
+    if isinstance(error, RecursionError):
+        return _TOO_DEEP
+    return "not JSON (a number too long to read)"  # more than 4,300 digits (sys.get_int_max_str_digits)
 
 
 @contextmanager
@@ -160,7 +181,7 @@ def _document_items(name: str, data: bytes | mmap.mmap, start: int) -> list | No
         try:
             json.loads(data[first.start():newline])
             return None  # a whole value on the first line, and more lines: JSONL
-        except ValueError:
+        except (ValueError, RecursionError):
             pass  # a value written over several lines
     try:
         value = json.loads(data[start:].decode("utf-8"))
@@ -168,6 +189,8 @@ def _document_items(name: str, data: bytes | mmap.mmap, start: int) -> list | No
         raise RecordFileError(f"{name}: not UTF-8 text") from None
     except json.JSONDecodeError as error:
         raise RecordFileError(f"{name}:{error.lineno}: not JSON ({error.msg})") from None
+    except (ValueError, RecursionError) as error:
+        raise RecordFileError(f"{name}: {_unreadable(error)}") from None
     return value if isinstance(value, list) else [value]
 
 

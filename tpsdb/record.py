@@ -7,13 +7,16 @@ and every cause is spelled by one function of `Reason` below, so the same cause 
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 from datetime import date, datetime, timezone
-from typing import Any, Callable
+from decimal import Decimal
+from typing import Annotated, Any, Callable
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PlainValidator, ValidationError
+from pydantic_core import PydanticCustomError
 
 from .collect.llamabench import GIB_IN_GB, MIB_IN_GB  # the units llama-bench prints, defined once
 from .models import Figure, NatureKind, Phase
@@ -29,6 +32,22 @@ _NAMED_QUANT = re.compile(
     )$""",
     re.X,
 )
+
+
+# Bounds that catch nonsense (a unit slip, a raw count, an overflow) and that no real figure comes near. Counts stay
+# within PostgreSQL's 32-bit INTEGER columns (SQLite's are 64-bit); names and URLs within a PostgreSQL index entry.
+MAX_TOKENS_PER_SECOND = 1e7  # tokens/s (and its stddev): the largest aggregates published are near 10^5
+MAX_TOKENS = 10**9  # prompt, generated tokens and context depth
+MAX_USERS = 10**6
+MAX_GPU_CORES = 10**6
+MAX_PARAMS_B = 20_000  # no model has 20 trillion parameters: a larger figure is a count in millions or units
+MAX_SIZE_GB = 1e5  # a model file
+MAX_MEMORY_GB = 1e6  # a machine (a rack counts)
+MAX_BANDWIDTH_GBS = 1e7
+EARLIEST_DATE = date(1990, 1, 1)
+MAX_DEPTH = 10  # levels of JSON in a record (the format itself uses 3): bounds software.options and nature.inputs
+MAX_NAME_BYTES = 500  # names, versions, authors: unique columns are indexed, and an index entry is ~2.7 kB on PostgreSQL
+MAX_URL_BYTES = 2000
 
 
 # Enum members as plain names: attribute access on an Enum class is slow, and these run once per record.
@@ -59,6 +78,7 @@ class Reason:
         return f"{field}: {why}"
 
     future = staticmethod(lambda field: f"{field}: in the future")
+    not_finite = staticmethod(lambda field: f"{field}: not a finite number")
     above_ceiling = "tokens_per_second: above_ceiling"
 
 
@@ -71,20 +91,64 @@ def named_quantization(value: str) -> str | None:
 
 # ----------------------------------------------------------------------------------------------- the format (v1)
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+
+# Numbers are JSON numbers: not `true`, not "59.02" (strict mode).
+Number = Annotated[float | None, Field(strict=True)]
+
+
+def _whole_number(value: Any) -> Any:
+    kind = value.__class__
+    if kind is bool or kind is str:
+        raise PydanticCustomError("int_type", "input should be a valid integer")
+    if kind is float and not abs(value) <= 1e15:  # 1e20 tokens: pydantic's own words would be about parsing
+        raise PydanticCustomError("int_range", "not a plausible count")
+    return value
+
+
+# Counts are whole JSON numbers: 32 or 32.0, not 32.5, `true` or "32".
+Count = Annotated[int | None, BeforeValidator(_whole_number)]
+
+
+def _not_a_number(value: Any) -> Any:
+    """A date is written "YYYY-MM-DD": pydantic would read a number as a Unix time (0 is 1970-01-01)."""
+    if isinstance(value, (int, float)):
+        raise PydanticCustomError("date_type", "not a date (write YYYY-MM-DD)")
+    return value
+
+
+Day = Annotated[date | None, BeforeValidator(_not_a_number)]
+
+
+def _number_or_text(value: Any) -> float | int | str | None:
+    """A quantity: a finite number in the field's unit, or a string with its unit ("59.02 GiB"), checked later."""
+    kind = value.__class__
+    if value is None or kind is str or (kind is float and math.isfinite(value)):
+        return value
+    if kind is int:
+        if abs(value) > MAX_PARAMS_B * 1e6:  # beyond any unit slip (and float() of a huge int would raise)
+            raise PydanticCustomError("number_too_large", "not a plausible number (too large)")
+        return value
+    if kind is float:
+        raise PydanticCustomError("finite_number", "not a finite number")
+    raise PydanticCustomError("quantity_type", "not a number or a string with its unit")
+
+
+Quantity = Annotated[float | str | None, PlainValidator(_number_or_text)]
 
 
 class Via(_Strict):
     title: str | None = None
     publisher: str | None = None
-    published_at: date | None = None
+    published_at: Day = None
     url: str | None = None
 
 
 class SourceRef(_Strict):
     url: str | None = None
-    retrieved_at: date | None = None
-    published_at: date | None = None
+    retrieved_at: Day = None
+    published_at: Day = None
     author: str | None = None
     quote: str | None = None
     via: Via | None = None
@@ -92,16 +156,16 @@ class SourceRef(_Strict):
 
 class HardwareRef(_Strict):
     name: str | None = None
-    memory_bandwidth_gbs: float | None = None
-    memory_gb: float | None = None
-    gpu_cores: int | None = None
+    memory_bandwidth_gbs: Number = None
+    memory_gb: Number = None
+    gpu_cores: Count = None
 
 
 class ModelRef(_Strict):
     name: str | None = None
-    params_b: float | str | None = None
-    active_params_b: float | str | None = None
-    file_size_gb: float | str | None = None
+    params_b: Quantity = None
+    active_params_b: Quantity = None
+    file_size_gb: Quantity = None
 
 
 class SoftwareRef(_Strict):
@@ -111,13 +175,13 @@ class SoftwareRef(_Strict):
 
 
 class Lengths(_Strict):
-    prompt_tokens: int | None = None
-    generated_tokens: int | None = None
-    context_depth: int | None = 0
+    prompt_tokens: Count = None
+    generated_tokens: Count = None
+    context_depth: Count = 0
 
 
 class Concurrency(_Strict):
-    users: int | None = None
+    users: Count = None
     figure: Figure | None = None
 
 
@@ -138,8 +202,8 @@ class Record(_Strict):
     concurrency: Concurrency = Field(default_factory=Concurrency)
     nature: Nature = Field(default_factory=Nature)
     phase: Phase | None = None
-    tokens_per_second: float | None = None
-    stddev: float | None = None
+    tokens_per_second: Number = None
+    stddev: Number = None
 
     def to_json_dict(self) -> dict:
         """The record as exported: every key present, in the documented order, dates as ISO strings."""
@@ -201,11 +265,15 @@ def _size_gb(value: float | str, field: str, reasons: list[str]) -> float | None
 def _params_b(value: float | str, field: str, reasons: list[str]) -> float | None:
     """Billions of parameters from a number (already B) or a string with its unit: B, M, K, T."""
     if isinstance(value, (int, float)):
-        if value > 20_000:  # no model has 20 trillion parameters: this is a count in millions or units
+        if value > MAX_PARAMS_B:
             reasons.append(Reason.bad(field, f"{value:g} is not in billions (looks like millions or a raw count)"))
             return None
         return float(value)
     return _quantity(value, field, reasons, _PARAM_UNITS, "use B or M", 6)
+
+
+_MODEL_LIMITS = {"model.params_b": MAX_PARAMS_B, "model.active_params_b": MAX_PARAMS_B,
+                 "model.file_size_gb": MAX_SIZE_GB}
 
 
 # ------------------------------------------------------------------------------------------------ validation
@@ -220,22 +288,149 @@ def _pydantic_reasons(error: ValidationError) -> list[str]:
     return reasons
 
 
-def _value_in_quote(value: float, quote: str) -> bool:
-    """Does the quote show this number? Tolerates thousands separators and a decimal comma."""
-    if f"{value:g}" in quote or f"{value:.2f}" in quote:  # the common case, without the regex
-        return True
-    for token in re.findall(r"\d[\d,. \u202f\u00a0]*", quote):
-        token = token.strip(" .,\u202f\u00a0")
-        candidates = {token.replace(",", "").replace(" ", "").replace("\u202f", "").replace("\u00a0", "")}
-        if re.fullmatch(r"\d+,\d{1,2}", token):  # French decimal comma: "42,0"
-            candidates.add(token.replace(",", "."))
-        for c in candidates:
-            try:
-                if abs(float(c) - value) <= max(0.005, 1e-9 * value):
-                    return True
-            except ValueError:
-                continue
+# A number as written in a quote: a run of digits with points, commas and (before three digits) spaces, which
+# _readings() takes apart; an exponent. It starts at no letter, digit or point, so "tg32", "b6918" and the "5" or
+# "9.02" inside "59.02" are not numbers of the quote.
+_NUMBER_RUN = re.compile(r"(?<![A-Za-z0-9_.,])\d(?:[\d.,]|[ \u202f\u00a0](?=\d))*(?:[eE][+-]?\d+)?")
+_SPACES = re.compile(r"[ \u202f\u00a0]+")
+_PLAIN = re.compile(r"\d+(?:\.\d+)?(?:[eE][+-]?\d+)?")
+_THOUSANDS = re.compile(r"\d{1,3}(?:,\d{3})+(?:\.\d+)?")  # 1,311.72
+_THOUSANDS_DECIMAL_COMMA = re.compile(r"\d{1,3}(?:\.\d{3})+,\d+")  # 1.311,72
+_DECIMAL_COMMA = re.compile(r"\d+,\d{1,2}")  # 42,0
+_SPACED_THOUSANDS = re.compile(r"\d{1,3}(?: \d{3})+(?:[.,]\d+)?")  # 1 311.72, 1 311,72
+# A size or a parameter count ("59.02 GiB", "116.83 B"): a number of the quote, but never the speed.
+_SIZE_UNIT_AFTER = re.compile(r"\s*(?:[KMGT]i?B|B)\b")
+
+
+def _readings(word: str) -> list[str]:
+    """The numbers one space-free piece of a run stands for, as decimal text."""
+    word = word.rstrip(".,")  # the end of a sentence
+    if _PLAIN.fullmatch(word):
+        return [word]
+    if _THOUSANDS.fullmatch(word):
+        return [word.replace(",", "")]
+    if _THOUSANDS_DECIMAL_COMMA.fullmatch(word):
+        return [word.replace(".", "").replace(",", ".")]
+    if _DECIMAL_COMMA.fullmatch(word):
+        return [word.replace(",", ".")]
+    return [piece for piece in word.split(",") if _PLAIN.fullmatch(piece)]  # a list: "1,2,4,8"
+
+
+def quote_numbers(quote: str) -> list[str]:
+    """The numbers a quote shows, as decimal text, leaving out sizes and parameter counts.
+
+    A space separates numbers ("| 512 | 32 |", "32 512-token prompts"), except that digits grouped by thousands
+    ("1 311.72") are also read as one number."""
+    numbers = []
+    for match in _NUMBER_RUN.finditer(quote):
+        if _SIZE_UNIT_AFTER.match(quote, match.end()):
+            continue
+        run = match.group().rstrip(" .,")
+        words = _SPACES.split(run)
+        for word in words:
+            numbers += _readings(word)
+        if len(words) > 1 and _SPACED_THOUSANDS.fullmatch(" ".join(words)):
+            numbers.append("".join(words).replace(",", "."))
+    return numbers
+
+
+def _written_alone(text: str, quote: str) -> bool:
+    """Is this text in the quote as a number of its own (a quicker answer than quote_numbers for the usual case)?
+    False when unsure: "59.02 5 GB" (a run of numbers before a unit) is left to quote_numbers."""
+    start = quote.find(text)
+    while start != -1:
+        end = start + len(text)
+        before, after, next_after = quote[start - 1:start], quote[end:end + 1], quote[end + 1:end + 2]
+        if not (before and before.isascii() and (before.isalnum() or before in "_.,")) \
+                and not after.isdigit() and not (after in ".,eE \u202f\u00a0" and after and next_after.isdigit()) \
+                and not _SIZE_UNIT_AFTER.match(quote, end):
+            return True
+        start = quote.find(text, start + 1)
     return False
+
+
+def _value_in_quote(value: float, quote: str) -> bool:
+    """Does the quote show this number? The value is one of the quote's numbers, or one of them rounded to the
+    value's decimals (the quote shows 59.0249, the record says 59.02)."""
+    if not math.isfinite(value):
+        return False
+    text = repr(float(value))
+    if _written_alone(text[:-2] if text.endswith(".0") else text, quote):
+        return True
+    wanted = Decimal(repr(float(value))).normalize()
+    places = max(0, -wanted.as_tuple().exponent)
+    half_unit = Decimal(5).scaleb(-places - 1)
+    for text in quote_numbers(quote):
+        shown = Decimal(text)
+        if shown == wanted or (-shown.as_tuple().exponent > places and abs(shown - wanted) <= half_unit):
+            return True
+    return False
+
+
+# ------------------------------------------------------------------------------------------ storable text
+# A NUL character: PostgreSQL refuses it in text, SQLite stores it. A lone surrogate: not Unicode text, so
+# neither database (nor the terminal) takes it. Either, anywhere in a record, is refused with its field named.
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")  # in a name: a terminal escape, a line break…
+
+
+def storable(text: str, max_bytes: int | None = None) -> bool:
+    """Text that SQLite and PostgreSQL store alike (and, with max_bytes, small enough for an index entry)."""
+    if _UNSTORABLE.search(text):
+        return False
+    return max_bytes is None or len(text) <= max_bytes // 4 or len(text.encode()) <= max_bytes
+
+
+def _unstorable_text(text: str) -> str:
+    return "holds a NUL character" if "\x00" in text else "holds a lone surrogate (not Unicode text)"
+
+
+def _clean_text(text: str) -> bool:
+    return "\x00" not in text if text.isascii() else not _UNSTORABLE.search(text)
+
+
+def _clean(value: dict | list, depth: int) -> bool:
+    """No reason of content_reasons() in this container: the quick answer, run on every record."""
+    if depth > MAX_DEPTH:
+        return False
+    search = _UNSTORABLE.search
+    for key, item in (value.items() if value.__class__ is dict else enumerate(value)):
+        kind = item.__class__
+        # _clean_text(), written out: this loop runs over every key and value of every record
+        if key.__class__ is str and not (key.isascii() and "\x00" not in key) and search(key):
+            return False
+        if kind is str:
+            if not (item.isascii() and "\x00" not in item) and search(item):
+                return False
+        elif kind is float:
+            if item - item != 0:  # NaN or an infinity
+                return False
+        elif (kind is dict or kind is list) and not _clean(item, depth + 1):
+            return False
+    return True
+
+
+def content_reasons(value: Any, path: str, reasons: list[str], depth: int = 1) -> list[str]:
+    """What no database could store alike, anywhere in a JSON value: a NUL or a lone surrogate in a string or a
+    key, a number that is not finite, nesting deeper than MAX_DEPTH. Never recurses deeper than MAX_DEPTH."""
+    kind = value.__class__
+    if kind is str:
+        if _UNSTORABLE.search(value):
+            reasons.append(Reason.bad(path, _unstorable_text(value)))
+    elif kind is float:
+        if not math.isfinite(value):
+            reasons.append(Reason.not_finite(path))
+    elif kind is dict or kind is list:
+        if depth > MAX_DEPTH:
+            reasons.append(Reason.bad(path, f"nested deeper than {MAX_DEPTH} levels"))
+            return reasons
+        prefix = f"{path}." if path != "record" else ""
+        for key, item in (value.items() if kind is dict else enumerate(value)):
+            if key.__class__ is str and _UNSTORABLE.search(key):
+                reasons.append(Reason.bad(path, f"a key {_unstorable_text(key)}"))
+                continue
+            content_reasons(item, f"{prefix}{key}", reasons, depth + 1)
+    return reasons
 
 
 def validate(
@@ -247,6 +442,8 @@ def validate(
     """Check one candidate against the record format and the six required fields."""
     if not isinstance(data, dict):
         return Outcome(reasons=[Reason.bad("record", "not a JSON object")])
+    if not _clean(data, 1):  # these reasons alone: others would quote the text that cannot be stored
+        return Outcome(reasons=content_reasons(data, "record", []))
     reasons = [Reason.unknown_field(k) for k in data if k not in TOP_LEVEL_KEYS]
     try:
         record = Record.model_validate({k: v for k, v in data.items() if k in TOP_LEVEL_KEYS})
@@ -257,23 +454,30 @@ def validate(
 
 def validate_well_formed_json(text: str | bytes, *, bandwidth_of: BandwidthLookup | None = None,
                               today: date | None = None) -> Outcome | None:
-    """validate() of a JSON text whose structure is right; None when it is not (then use validate(json.loads)).
+    """validate() of a JSON text when it holds an accepted record; None otherwise (then use validate(json.loads)).
 
     Pydantic's JSON parser builds the record straight from the text, without the dict in between: the bulk path
     of `tpsdb add`, where parsing the JSON cost as much as validating it. A text it refuses (bad JSON, an unknown
-    field, a wrong type) gets None rather than reasons, so that every reason is still spelled by validate().
+    field, a wrong type, a rejected record) gets None rather than reasons, so that every reason is spelled by
+    validate(), the same as for the record in a JSON list. So does a text holding the escape \\u0000, which
+    pydantic would read as the NUL character that validate() refuses.
     """
+    if (b"\\u0000" if text.__class__ is bytes else "\\u0000") in text:
+        return None
     try:
         record = Record.__pydantic_validator__.validate_json(text)  # model_validate_json without its wrapper
     except ValidationError:
         return None
-    return check_record(record, [], bandwidth_of=bandwidth_of, today=today)
+    outcome = check_record(record, [], bandwidth_of=bandwidth_of, today=today)
+    # a refused record goes through validate() too: its reasons are those of the same record in a JSON list
+    return outcome if outcome.accepted else None
 
 
 def check_record(record: Record, reasons: list[str], *, bandwidth_of: BandwidthLookup | None = None,
                  today: date | None = None) -> Outcome:
     """The six required fields, units and plausibility, on a record whose structure pydantic has accepted."""
     today = today or datetime.now(timezone.utc).date()
+    _check_names(record, reasons)
     _check_source(record, reasons, today)
     _check_hardware(record, reasons)
     _check_model(record, reasons)
@@ -288,21 +492,86 @@ def check_record(record: Record, reasons: list[str], *, bandwidth_of: BandwidthL
     return Outcome(record=None if reasons else record, reasons=reasons)
 
 
-_HTTP_URL = re.compile(r"^https?://[^\s/]+\.[^\s]+$")
+# http(s), any case; a host with a dot and no user:password@; nothing blank or invisible anywhere (a trailing
+# newline included: fullmatch, and isprintable() for the controls \S lets through).
+_HTTP_URL = re.compile(r"https?://[^\s/?#@]+\.[^\s/?#@]+(?:[/?#]\S*)?", re.IGNORECASE)
+
+
+def is_http_url(url: str) -> bool:
+    """An http(s) URL that can be stored and shown as a link: the rule for every URL field of a record."""
+    return bool(_HTTP_URL.fullmatch(url)) and url.isprintable() and storable(url, MAX_URL_BYTES)
+
+
+def _check_url(url: str | None, field: str, reasons: list[str]) -> None:
+    if url is not None and not is_http_url(url):
+        reasons.append(Reason.bad(field, "not an http(s) URL" if not _credentials(url) else "holds a user:password@"))
+
+
+def _credentials(url: str) -> bool:
+    return bool(re.match(r"(?i)https?://[^/?#]*@", url))
+
+
+def _check_date(day: date | None, field: str, reasons: list[str], today: date) -> None:
+    if day is None:
+        return
+    if day > today:
+        reasons.append(Reason.future(field))
+    elif day < EARLIEST_DATE:
+        reasons.append(Reason.bad(field, f"before {EARLIEST_DATE.isoformat()}"))
+
+
+# Single-line text fields: no control character (a terminal escape, a line break), and short enough for an index.
+_NAME_FIELDS = (("hardware", "name"), ("model", "name"), ("software", "name"), ("software", "version"),
+                ("source", "author"))
+_VIA_NAME_FIELDS = ("title", "publisher")
+
+
+def _check_name(text: str | None, field: str, reasons: list[str]) -> None:
+    if text is None or (text.isascii() and text.isprintable() and len(text) <= MAX_NAME_BYTES):  # the usual case
+        return
+    if _CONTROL.search(text):
+        reasons.append(Reason.bad(field, "holds a control character"))
+    elif not storable(text, MAX_NAME_BYTES):
+        reasons.append(Reason.bad(field, f"longer than {MAX_NAME_BYTES} bytes"))
+
+
+def _check_names(r: Record, reasons: list[str]) -> None:
+    for block, attr in _NAME_FIELDS:
+        _check_name(getattr(getattr(r, block), attr), f"{block}.{attr}", reasons)
+    if r.source.via is not None:
+        for attr in _VIA_NAME_FIELDS:
+            _check_name(getattr(r.source.via, attr), f"source.via.{attr}", reasons)
+
+
+def _check_range(value: float | None, field: str, reasons: list[str], highest: float, *,
+                 lowest: float = 0, zero_ok: bool = False) -> bool:
+    """A number within (lowest, highest], or [lowest, highest] when zero_ok; says whether it was."""
+    if value is None:
+        return True
+    if value < lowest or (value == lowest and not zero_ok):
+        reasons.append(Reason.bad(field, "negative" if value < 0 and zero_ok else "not positive"))
+    elif value > highest:
+        reasons.append(Reason.bad(field, f"{value:g} is implausible (more than {highest:g})"))
+    else:
+        return True
+    return False
 
 
 def _check_source(r: Record, reasons: list[str], today: date) -> None:
     s = r.source
     if not s.url:
         reasons.append(Reason.missing("source.url"))
-    elif not _HTTP_URL.match(s.url):
-        reasons.append(Reason.bad("source.url", "not an http(s) URL"))
+    else:
+        _check_url(s.url, "source.url", reasons)
     if s.retrieved_at is None:
         reasons.append(Reason.missing("source.retrieved_at"))
-    elif s.retrieved_at > today:
-        reasons.append(Reason.future("source.retrieved_at"))
-    if s.published_at and s.retrieved_at and s.published_at > s.retrieved_at:
+    _check_date(s.retrieved_at, "source.retrieved_at", reasons, today)
+    _check_date(s.published_at, "source.published_at", reasons, today)
+    if s.published_at and s.retrieved_at and s.published_at > s.retrieved_at and s.retrieved_at <= today:
         reasons.append(Reason.bad("source.published_at", "after the retrieval date"))
+    if s.via is not None:
+        _check_url(s.via.url, "source.via.url", reasons)
+        _check_date(s.via.published_at, "source.via.published_at", reasons, today)
     if not (s.quote and s.quote.strip()):
         reasons.append(Reason.missing("source.quote"))
     elif r.tokens_per_second is not None and not _value_in_quote(r.tokens_per_second, s.quote):
@@ -310,10 +579,12 @@ def _check_source(r: Record, reasons: list[str], today: date) -> None:
 
 
 def _check_hardware(r: Record, reasons: list[str]) -> None:
-    if not (r.hardware.name and r.hardware.name.strip()):
+    h = r.hardware
+    if not (h.name and h.name.strip()):
         reasons.append(Reason.missing("hardware.name"))
-    if r.hardware.memory_bandwidth_gbs is not None and r.hardware.memory_bandwidth_gbs <= 0:
-        reasons.append(Reason.bad("hardware.memory_bandwidth_gbs", "not positive"))
+    _check_range(h.memory_bandwidth_gbs, "hardware.memory_bandwidth_gbs", reasons, MAX_BANDWIDTH_GBS)
+    _check_range(h.memory_gb, "hardware.memory_gb", reasons, MAX_MEMORY_GB)
+    _check_range(h.gpu_cores, "hardware.gpu_cores", reasons, MAX_GPU_CORES)
 
 
 _MODEL_QUANTITIES = (  # attribute, field path, unit conversion, required
@@ -337,19 +608,27 @@ def _check_model(r: Record, reasons: list[str]) -> None:
         if number is None:
             setattr(m, attr, None)
             continue
-        if number <= 0:
-            reasons.append(Reason.bad(path, "not positive"))
+        if not _check_range(number, path, reasons, _MODEL_LIMITS[path]):
+            setattr(m, attr, None)  # no plausibility verdict on a number already refused
+            continue
         if value.__class__ is not float:  # setattr on a pydantic model is costly: only when the value changed
             setattr(m, attr, number)
     if isinstance(m.params_b, float) and isinstance(m.active_params_b, float) and m.active_params_b > m.params_b:
         reasons.append(Reason.bad("model.active_params_b", "larger than params_b"))
     if isinstance(m.params_b, float) and isinstance(m.file_size_gb, float) and m.params_b > 0:
-        bytes_per_param = m.file_size_gb / m.params_b
         # F32 is 4 bytes per weight; the smallest formats are ~0.2. Outside that, a unit is wrong (MB for GB…).
-        if not 0.1 <= bytes_per_param <= 4.6:
-            reasons.append(
-                Reason.bad("model.file_size_gb", f"{m.file_size_gb:g} GB for {m.params_b:g} B parameters is implausible (unit?)")
-            )
+        if not _plausible_bytes_per_param(m.file_size_gb, m.params_b):
+            if m.params_b >= 1000 and _plausible_bytes_per_param(m.file_size_gb, m.params_b / 1000):
+                # a trillion parameters or more in a file this small: the count is in millions (6738 for 6.74 B)
+                reasons.append(Reason.bad("model.params_b", f"{m.params_b:g} is not in billions for a "
+                                          f"{m.file_size_gb:g} GB file (looks like millions)"))
+            else:
+                reasons.append(Reason.bad("model.file_size_gb", f"{m.file_size_gb:g} GB for {m.params_b:g} B "
+                                          "parameters is implausible (unit?)"))
+
+
+def _plausible_bytes_per_param(file_size_gb: float, params_b: float) -> bool:
+    return 0.1 <= file_size_gb / params_b <= 4.6
 
 
 def _check_quantization(r: Record, reasons: list[str]) -> None:
@@ -369,6 +648,8 @@ def _check_software(r: Record, reasons: list[str]) -> None:
     if not (r.software.version and r.software.version.strip()):
         reasons.append(Reason.missing("software.version"))
     options = r.software.options
+    if options and not _clean(options, 3):
+        content_reasons(options, "software.options", reasons, depth=3)
     if list(options) != sorted(options):  # one spelling per figure: keys sorted
         ordered = sorted(options.items())
         options.clear()  # in place: setattr on a pydantic model is costly
@@ -379,8 +660,8 @@ def _check_lengths(r: Record, reasons: list[str]) -> None:
     n = r.lengths
     if n.generated_tokens is None:
         reasons.append(Reason.missing("lengths.generated_tokens"))
-    elif n.generated_tokens < 0:
-        reasons.append(Reason.bad("lengths.generated_tokens", "negative"))
+    elif not _check_range(n.generated_tokens, "lengths.generated_tokens", reasons, MAX_TOKENS, zero_ok=True):
+        pass
     elif r.phase in WRITES_TOKENS and n.generated_tokens == 0:
         reasons.append(Reason.bad("lengths.generated_tokens", f"0 for a {r.phase.value} figure"))
     if r.phase in READS_PROMPT:
@@ -388,10 +669,14 @@ def _check_lengths(r: Record, reasons: list[str]) -> None:
             reasons.append(Reason.missing("lengths.prompt_tokens"))
         elif n.prompt_tokens <= 0:
             reasons.append(Reason.bad("lengths.prompt_tokens", f"not positive for a {r.phase.value} figure"))
+    if n.prompt_tokens is not None and n.prompt_tokens > 0:
+        _check_range(n.prompt_tokens, "lengths.prompt_tokens", reasons, MAX_TOKENS)
+    elif n.prompt_tokens is not None and r.phase not in READS_PROMPT:
+        _check_range(n.prompt_tokens, "lengths.prompt_tokens", reasons, MAX_TOKENS, zero_ok=True)
     if n.context_depth is None:
         n.context_depth = 0
-    elif n.context_depth < 0:
-        reasons.append(Reason.bad("lengths.context_depth", "negative"))
+    else:
+        _check_range(n.context_depth, "lengths.context_depth", reasons, MAX_TOKENS, zero_ok=True)
 
 
 def _check_concurrency(r: Record, reasons: list[str]) -> None:
@@ -400,6 +685,8 @@ def _check_concurrency(r: Record, reasons: list[str]) -> None:
         reasons.append(Reason.missing("concurrency.users"))
     elif c.users < 1:
         reasons.append(Reason.bad("concurrency.users", "less than 1"))
+    else:
+        _check_range(c.users, "concurrency.users", reasons, MAX_USERS)
     if c.figure is None:
         reasons.append(Reason.missing("concurrency.figure"))
 
@@ -415,6 +702,8 @@ def _check_nature(r: Record, reasons: list[str]) -> None:
             reasons.append(Reason.missing("nature.formula"))
         if not n.inputs:
             reasons.append(Reason.missing("nature.inputs"))
+    if n.inputs and not _clean(n.inputs, 3):
+        content_reasons(n.inputs, "nature.inputs", reasons, depth=3)
 
 
 def _check_value(r: Record, reasons: list[str]) -> None:
@@ -422,10 +711,9 @@ def _check_value(r: Record, reasons: list[str]) -> None:
         reasons.append(Reason.missing("phase"))
     if r.tokens_per_second is None:
         reasons.append(Reason.missing("tokens_per_second"))
-    elif r.tokens_per_second <= 0:
-        reasons.append(Reason.bad("tokens_per_second", "not positive"))
-    if r.stddev is not None and r.stddev < 0:
-        reasons.append(Reason.bad("stddev", "negative"))
+    else:
+        _check_range(r.tokens_per_second, "tokens_per_second", reasons, MAX_TOKENS_PER_SECOND)
+    _check_range(r.stddev, "stddev", reasons, MAX_TOKENS_PER_SECOND, zero_ok=True)
 
 
 def read_share(params_b: float | None, active_params_b: float | None) -> float:

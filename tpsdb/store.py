@@ -20,12 +20,13 @@ from sqlalchemy.exc import OperationalError
 from sqlmodel import Session, select
 
 from .models import Hardware, Measurement, Model, ModelFile, Post, Rejection, Snapshot, Software, Source, Status
-from .record import Outcome, Record, validate, validate_well_formed_json
+from .record import MAX_URL_BYTES, Outcome, Record, is_http_url, storable, validate, validate_well_formed_json
 
 
 # One encoder for every call: json.dumps with options builds a new encoder each time, which cost a bulk add ~2 µs
 # per record.
 _CANONICAL = json.JSONEncoder(sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
+_CANONICAL_ASCII = json.JSONEncoder(sort_keys=True, separators=(",", ":"), default=str)
 
 
 def canonical_json(data: Any) -> str:
@@ -39,7 +40,7 @@ def natural_key(data: Any) -> str:
     """
     if isinstance(data, dict) and isinstance(data.get("source"), dict):
         data = {**data, "source": {k: v for k, v in data["source"].items() if k != "retrieved_at"}}
-    return hashlib.sha256(canonical_json(data).encode()).hexdigest()
+    return hashlib.sha256(canonical_json(data).encode("utf-8", "surrogatepass")).hexdigest()  # a lone surrogate too
 
 
 def source_home(url: str) -> str:
@@ -218,13 +219,25 @@ def _rejection_columns(candidate: Any, reasons: list[str]) -> tuple:
     url = source_block.get("url") if isinstance(source_block, dict) else None
     quote = source_block.get("quote") if isinstance(source_block, dict) else None
     value = candidate.get("tokens_per_second") if isinstance(candidate, dict) else None
+    candidate_json = canonical_json(candidate)
+    if not storable(candidate_json):  # a lone surrogate: kept as the JSON escape it was given as
+        candidate_json = _CANONICAL_ASCII.encode(candidate)
+    # The columns copied out of the candidate: what both databases store alike (finite, no NUL or lone surrogate;
+    # source_url is indexed, so within an index entry), else NULL.
     return (
-        url if isinstance(url, str) else None,
-        canonical_json(candidate),
+        url if isinstance(url, str) and storable(url, MAX_URL_BYTES) else None,
+        candidate_json,
         json.dumps(reasons, ensure_ascii=False),
-        quote if isinstance(quote, str) else None,
-        float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None,
+        quote if isinstance(quote, str) and storable(quote) else None,
+        _finite(value),
     )
+
+
+def _finite(value: Any) -> float | None:
+    if value.__class__ not in (int, float):
+        return None
+    number = float(value) if abs(value) < 1e308 else math.inf  # float() of a larger int would raise
+    return number if math.isfinite(number) else None
 
 
 class Store:
@@ -429,7 +442,7 @@ class Store:
 
     def _rejection_row(self, prepared: Prepared, p: Provenance) -> tuple:
         url = prepared.columns[0]
-        url_ok = isinstance(url, str) and url.startswith(("http://", "https://"))
+        url_ok = isinstance(url, str) and is_http_url(url)
         source_id = p.source.id if p.source else (self._source_id(url) if url_ok else None)
         return (prepared.key, p.slot, source_id, p.post.id if p.post else None,
                 p.snapshot_id, ACTIVE, *prepared.columns)
