@@ -93,7 +93,7 @@ class Table:
 
     @property
     def empty(self) -> bool:  # a table of counts (conformance) is not empty for holding no measured cell
-        return self.measured_cells == 0 and not any(c.kind == "count" for c in self.columns)
+        return self.measured_cells == 0 and not (self.rows and any(c.kind == "count" for c in self.columns))
 
 
 class _Footnotes:
@@ -821,6 +821,8 @@ def build_conformance(conn: Connection, d: Definition) -> Table:
              "source's rejections (ties: the first by name).", CALC_NOTE]
     if total > len(rows):
         notes.append(f"Showing {len(rows)} of {total} sources (limit = {d.limit}).")
+    if not rows:
+        notes.insert(0, NO_MEASUREMENT)
     return Table(definition=d, columns=columns, rows=rows, held_fixed=fixed, notes=notes, footnotes=[],
                  total_rows=total if total > len(rows) else None)
 
