@@ -40,15 +40,15 @@ def test_versions_in_build_order_through_a_commit_numbered_elsewhere(tmp_path):
     """A commit-only version takes the build number another version string gives the same commit; the post's date
     (here the reverse order) plays no part."""
     engine, _, _ = build_db(tmp_path, [
-        rec(ULTRA, 125.5, version="c1d0e7a00", published="2023-11-22", options={"fa": 1}, comment=1),
-        rec(ULTRA, 94.27, version="8e672efe", published="2023-11-22", comment=2),
-        rec(SPARK, 50.0, version="b1569 (8e672efe)", comment=3),
-        rec(SPARK, 51.0, version="b3000 (c1d0e7a0)", comment=4),
+        rec(ULTRA, 94.27, version="aaaa1111", published="2023-11-22", comment=1),
+        rec(ULTRA, 125.5, version="bbbb2222", published="2024-06-01", options={"fa": 1}, comment=2),
+        rec(SPARK, 50.0, version="b3000 (aaaa1111)", comment=3),
+        rec(SPARK, 51.0, version="b1000 (bbbb222)", comment=4),  # an abbreviated commit: the common prefix counts
     ])
     fixed = {k: v for k, v in TG128.items() if k != "quantization"} | {"hardware": ULTRA}
     table = build(engine, definition("versions", fixed, columns=["Q4_0"]))
-    assert [r["version"].text for r in table.rows] == ["8e672efe", "c1d0e7a00"]
-    assert table.rows[1]["change_Q4_0"].text == "+33.1%"  # 125.5 / 94.27 - 1: the oldest build is the baseline
+    assert [r["version"].text for r in table.rows] == ["bbbb2222", "aaaa1111"]
+    assert table.rows[1]["change_Q4_0"].text == "-24.9%"  # 94.27 / 125.5 - 1: the oldest build is the baseline
     assert any("build-number order" in n for n in table.notes)
 
 
