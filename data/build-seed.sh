@@ -3,6 +3,7 @@
 #   data/reference/*.toml   hardware (bandwidth + the vendor page that states it) and model file sizes
 #   data/curated/*.jsonl    figures relayed by the seed article (accepted or kept as rejections with reasons)
 #   data/sources/*.md       published benchmark files, ingested with the URL in their header
+#   data/peers/tokatlas/*.json  figures relayed by the tokatlas dataset (see its README), via `tpsdb import`
 # Run from the project root: bash data/build-seed.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -20,6 +21,9 @@ for file in data/sources/*.md; do
   retrieved=$(sed -n 's/^retrieved_at: //p' "$file" | head -n 1)
   hardware=$(sed -n 's/^hardware: //p' "$file" | head -n 1)
   "$tpsdb" ingest "$file" --source-url "$url" --retrieved-at "$retrieved" ${hardware:+--hardware "$hardware"} --db "$db"
+done
+for file in data/peers/tokatlas/*.json; do
+  "$tpsdb" import tokatlas "$file" --db "$db"
 done
 "$tpsdb" export-seed --db "$db"
 "$tpsdb" summary --db "$db"

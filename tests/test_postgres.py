@@ -22,6 +22,10 @@ def test_seed_loads_and_dumps_to_the_same_bytes(pg_url, tmp_path):
     run_cli("export-seed", "--out", str(tmp_path / "pg.sql"), "--db", pg_url)
     run_cli("export-seed", "--out", str(tmp_path / "lite.sql"), db=sqlite)
     assert (tmp_path / "pg.sql").read_bytes() == (tmp_path / "lite.sql").read_bytes()
+    # Issue 9 item 6: the source_conformance view (migration 0002) counts the same on both databases.
+    conformance = "select * from source_conformance order by coalesce(relayed_by, ''), coalesce(source_url, '')"
+    assert (run_cli("query", conformance, "--format", "json", "--db", pg_url).stdout
+            == run_cli("query", conformance, "--format", "json", db=sqlite).stdout)
 
 
 def test_add_query_and_read_only(pg_url, tmp_path, record):

@@ -496,6 +496,36 @@ def ingest(
 
 
 
+@app.command("import")
+def import_cmd(
+    fmt: Annotated[str, typer.Argument(metavar="FORMAT", help="The peer dataset's format: tokatlas.")],
+    file: Annotated[Path, typer.Argument(help="The peer's data file (tokatlas: data/peers/tokatlas/*.json).")],
+    sources_dir: SourcesDir = None,
+    db_url: DbOption = None,
+) -> None:
+    """Store the figures another dataset relayed, naming it as `source.via`; figures lacking a condition are kept
+    as rejections. A post already read directly keeps its direct figures (the relayed ones are superseded).
+    """
+    from .peers import FORMATS, PeerFileError, import_tokatlas
+
+    check_choice("FORMAT", fmt, FORMATS)
+    specs = _specs(sources_dir)
+    engine = open_db(db_url)
+    try:
+        with Session(engine) as session:
+            report = import_tokatlas(session, file, specs)
+            session.commit()
+    except PeerFileError as error:
+        fail(f"{error}; nothing was stored")
+    typer.echo(f"{file}: {report.records} records, {report.figures} figures "
+               f"({report.protocol_applied} records read with their thread's protocol); "
+               f"{report.superseded} relayed figures superseded by direct readings")
+    if report.duplicate_ids:
+        typer.echo(f"{len(report.duplicate_ids)} ids occur twice, both records kept (slot ~2): "
+                   + ", ".join(report.duplicate_ids))
+    typer.echo(_stored_line(report.outcomes))
+
+
 cli_publish.register(app)
 
 _debug = False

@@ -30,6 +30,7 @@ from .collect.github import Post as FetchedPost
 from .collect.github import read_graphql_thread, read_html_thread
 from .collect.http import Cached, FetchError, Fetched, PoliteSession, redact
 from .models import Measurement, Post, RefreshRun, Rejection, Snapshot, Source, Status
+from .peers import supersede_relayed
 from .sources import SourceSpec
 from .store import Provenance, Store, archive_snapshot
 
@@ -338,6 +339,7 @@ def apply_snapshots(session: Session, source: Source, spec: SourceSpec, chain: l
     withdraw_absent = _may_withdraw_by_absence(completeness, summary)  # before anything is written
     existing = {p.external_id: p for p in session.exec(select(Post).where(Post.source_id == source.id))}
     seen: set[str] = set()
+    read_directly: list[str] = []
     for fetched, snap in posts:
         seen.add(fetched.external_id)
         summary.posts += 1
@@ -354,12 +356,14 @@ def apply_snapshots(session: Session, source: Source, spec: SourceSpec, chain: l
             summary.withdrawn += _retire(session, row.id, set(), set(), Status.withdrawn)
             continue
         _apply_candidates(session, store, source, row, snap, extract_post(fetched.body_html, ctx), summary)
+        read_directly.append(fetched.permalink)
     for external_id, row in existing.items():
         if withdraw_absent and external_id not in seen and row.status == Status.active:
             row.status = Status.withdrawn
             session.add(row)
             summary.withdrawn += _retire(session, row.id, set(), set(), Status.withdrawn)
     store.flush()
+    supersede_relayed(session, read_directly)  # a direct reading outranks what a peer dataset relayed of the post
 
 
 def _upsert_post(session: Session, source: Source, row: Post | None, fetched: FetchedPost, snap: Snapshot,

@@ -34,7 +34,8 @@ from typing import Any
 
 from .. import config
 
-KINDS = ("machines", "ceiling", "quantization", "versions", "software", "concurrency", "sources", "spread")
+KINDS = ("machines", "ceiling", "quantization", "versions", "software", "concurrency", "sources", "spread",
+         "conformance")
 PICKS = ("latest", "best", "median")
 
 # What each pick rule means, as printed under every table that uses it.
@@ -64,6 +65,7 @@ _REQUIRED = {
     "concurrency": ("hardware", "model"),
     "sources": ("hardware",),
     "spread": ("hardware", "model"),
+    "conformance": (),
 }
 _FORBIDDEN = {
     "machines": ("hardware",),
@@ -74,6 +76,7 @@ _FORBIDDEN = {
     "concurrency": ("users", "figure"),
     "sources": (),
     "spread": (),
+    "conformance": (),
 }
 _LAYOUT = {
     "machines": {"rows", "require_bandwidth"},
@@ -84,6 +87,7 @@ _LAYOUT = {
     "concurrency": {"rows"},
     "sources": {"limit"},
     "spread": {"limit"},
+    "conformance": {"limit"},
 }
 _COMMON = {"kind", "order", "title", "description", "pick", "pick_reason", "fixed", "name"}
 

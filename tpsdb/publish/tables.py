@@ -26,7 +26,8 @@ CALC_NOTE = "Columns marked calc. are computed by tpsdb from the figures and inp
 _VIEW_COLUMNS = (
     "measurement_id", "hardware", "memory_bandwidth_gbs", "bandwidth_source_url", "hardware_memory_gb", "model",
     "params_b", "active_params_b", "quantization", "file_size_gb", "file_size_source_url", "software",
-    "software_version", "build_number", "software_options", "phase", "prompt_tokens", "generated_tokens",
+    "software_version", "build_number", "build_commit", "software_options", "phase", "prompt_tokens",
+    "generated_tokens",
     "context_depth", "users", "figure", "procedure", "tokens_per_second", "stddev", "source_url", "source_home_url",
     "source_title", "retrieved_at", "published_at", "author", "quote", "via_title", "via_publisher", "via_url",
 )
@@ -91,8 +92,8 @@ class Table:
         return sum(1 for row in self.rows for cell in row.values() if cell.kind == "measured" and cell.value is not None)
 
     @property
-    def empty(self) -> bool:
-        return self.measured_cells == 0
+    def empty(self) -> bool:  # a table of counts (conformance) is not empty for holding no measured cell
+        return self.measured_cells == 0 and not (self.rows and any(c.kind == "count" for c in self.columns))
 
 
 class _Footnotes:
@@ -551,27 +552,37 @@ def build_versions(conn: Connection, d: Definition) -> Table:
     def first_seen(key):
         return min(_date(r["first_seen"]) or "" for r in groups[key].values())
 
+    numbers = _build_numbers(conn)
+
     def build(key):
-        return next(iter(groups[key].values()))["build_number"]
+        r = next(iter(groups[key].values()))
+        return r["build_number"] if r["build_number"] is not None else numbers(r["build_commit"])
 
     keys = list(groups)
+    ordered = True
     if d.rows:
         position = {v: i for i, v in enumerate(d.rows)}
-        keys.sort(key=lambda k: (position[k[0]], first_seen(k), k[1]))
+        keys.sort(key=lambda k: (position[k[0]], k[1]))
         keys += [(v, None) for v in d.rows if not any(k[0] == v for k in keys)]
         order_note = "Rows are in the order the definition lists the versions."
-    elif keys and all(build(k) is not None for k in keys):
-        keys.sort(key=lambda k: (build(k), first_seen(k), k[1]))
+    elif all(build(k) is not None for k in keys):
+        keys.sort(key=lambda k: (build(k), k[0], k[1]))
         order_note = "Rows are in build-number order (oldest first)."
     else:
-        keys.sort(key=lambda k: (first_seen(k), build(k) if build(k) is not None else -1, k[0], k[1]))
-        order_note = ("Rows are in date order, oldest first: the date of the first published figure of each version "
-                      "(not every version has a build number).")
+        # A post's date says when a figure was published, not when its build was made (the 4167 scoreboard gives
+        # four builds the date of the opening post): without build numbers the order is unknown, and said so.
+        ordered = False
+        keys.sort(key=lambda k: (k[0], k[1] or ""))
+        unnumbered = ", ".join(sorted({k[0] for k in keys if build(k) is None}))
+        order_note = (f"The order of these versions is unknown (no known build number for {unnumbered}): rows "
+                      "are listed by version name and no change against an oldest version is computed. "
+                      "\"First figure\" is the date of the first published figure, not of the build.")
     notes = _Footnotes()
     columns = [Column("version", "Version"), Column("options", "Options"), Column("first_seen", "First figure")]
     columns += [Column(f"tps_{q}", f"{q} tokens/s", "measured") for q in formats]
-    columns += [Column(f"change_{q}", f"{q} vs oldest (calc.)", "calc", "change from the first row with a figure")
-                for q in formats]
+    if ordered:
+        columns += [Column(f"change_{q}", f"{q} vs oldest (calc.)", "calc", "change from the first row with a figure")
+                    for q in formats]
     rows = []
     oldest: dict[str, float] = {}
     for key in keys:
@@ -580,7 +591,7 @@ def build_versions(conn: Connection, d: Definition) -> Table:
                "first_seen": _text(first_seen(key) if by_q else None)}
         for q in formats:
             row[f"tps_{q}"] = _measured(notes, by_q.get(q))
-        for q in formats:
+        for q in formats if ordered else ():
             r = by_q.get(q)
             value = None
             if r is not None:
@@ -594,6 +605,20 @@ def build_versions(conn: Connection, d: Definition) -> Table:
         varies["quantization"] = f"one format per column: {', '.join(formats)}"
     table_notes = _common_notes(d) + [order_note]
     return _finish(d, columns, rows, held_fixed(conn, d, varies), table_notes, notes)
+
+
+def _build_numbers(conn: Connection):
+    """A lookup: commit -> the build number another version string of the database gives it ("b1569 (8e672efe)"),
+    or None. Commits are compared on their common prefix (posts abbreviate them to 7-9 characters)."""
+    known = conn.execute(text("SELECT DISTINCT build_commit, build_number FROM software "
+                              "WHERE build_commit IS NOT NULL AND build_number IS NOT NULL")).all()
+
+    def number(commit: str | None) -> int | None:
+        if not commit:
+            return None
+        found = {n for c, n in known if c.startswith(commit) or commit.startswith(c)}
+        return found.pop() if len(found) == 1 else None
+    return number
 
 
 # ------------------------------------------------------------------------------------------------ 5. software
@@ -775,6 +800,47 @@ def build_spread(conn: Connection, d: Definition) -> Table:
                    total=total if total > len(rows) else None)
 
 
+# --------------------------------------------------------------------------------------------- 9. conformance
+def build_conformance(conn: Connection, d: Definition) -> Table:
+    """What each source gives: figures read, accepted, rejected, and the field most often missing (the
+    source_conformance view). A relayed figure counts for its relay and the source it names."""
+    rows_read = list(conn.execute(text(
+        "SELECT * FROM source_conformance ORDER BY relayed_by IS NOT NULL, relayed_by, figures_read DESC, "
+        "source_url")).mappings())
+    total = len(rows_read)
+    if d.limit:
+        rows_read = rows_read[: d.limit]
+    columns = [Column("relayed_by", "Relayed by"), Column("source", "Source"),
+               Column("read", "Figures read", "count"), Column("accepted", "Accepted", "count"),
+               Column("rejected", "Rejected", "count"), Column("share", "Accepted share (calc.)", "calc"),
+               Column("missing", "Commonest missing field"), Column("missing_n", "Figures missing it", "count")]
+    rows = []
+    for r in rows_read:
+        rows.append({
+            "relayed_by": _text(r["relayed_by"] or "(read directly)"),
+            "source": _text(r["source_title"] or r["source_url"] or "(no source URL)", href=r["source_url"]),
+            "read": _text(r["figures_read"]), "accepted": _text(r["accepted"]), "rejected": _text(r["rejected"]),
+            "share": _calc(r["accepted"] / r["figures_read"] if r["figures_read"] else None, fmt_percent,
+                           f"{r['accepted']} ÷ {r['figures_read']}"),
+            "missing": _text(r["commonest_missing"]), "missing_n": _text(r["commonest_missing_count"]),
+        })
+    for row in rows:
+        for key in ("read", "accepted", "rejected", "missing_n"):
+            row[key].kind = "count"
+    fixed = [("Figures", "every active figure of the database, accepted (a measurement) or rejected (kept with its "
+                         "reasons); superseded and withdrawn ones are history and not counted"),
+             ("Source", "the publication a figure was read from; a relayed figure (source.via) counts under its "
+                        "relay and the source it names")]
+    notes = ["\"Commonest missing field\" is the field whose reason \"FIELD: missing\" is most frequent among the "
+             "source's rejections (ties: the first by name).", CALC_NOTE]
+    if total > len(rows):
+        notes.append(f"Showing {len(rows)} of {total} sources (limit = {d.limit}).")
+    if not rows:
+        notes.insert(0, NO_MEASUREMENT)
+    return Table(definition=d, columns=columns, rows=rows, held_fixed=fixed, notes=notes, footnotes=[],
+                 total_rows=total if total > len(rows) else None)
+
+
 BUILDERS = {
     "machines": build_machines,
     "ceiling": build_machines,
@@ -784,6 +850,7 @@ BUILDERS = {
     "concurrency": build_concurrency,
     "sources": build_sources,
     "spread": build_spread,
+    "conformance": build_conformance,
 }
 
 
