@@ -304,7 +304,7 @@ class TimingLine:
     sampling: bool
 
 
-_DECIMAL_COMMA = re.compile(r"\d+,\d{1,2}")
+_DECIMAL_COMMA = re.compile(r"(?<!\d)\d+,\d{1,2}")
 
 
 def _decimal(text: str) -> float:
