@@ -48,8 +48,8 @@ def scoreboard_column(header_cell: str) -> tuple[str, str] | None:
 
 # ------------------------------------------------------------------------------------------------- cells
 # Every pattern of the collectors runs in linear time on any line a post can hold (tests/test_linear_time.py):
-# a run of characters two parts of a pattern could both take is given to one of them, by a possessive
-# quantifier (`*+`, `++`), an atomic group or a look-behind that starts a match only at the start of a run.
+# a run of characters two parts of a pattern could both take is given to one of them by a possessive quantifier
+# (`*+`, `++`), and a search tries a run once, from its start (a look-behind), not from each of its characters.
 _VALUE = re.compile(r"^\s*+(?P<avg>\d[\d,]*+(?:\.\d+)?)\s*+(?:(?:±|\+/-|\+-)\s*+(?P<sd>\d[\d,]*+(?:\.\d+)?))?\s*$")
 
 
