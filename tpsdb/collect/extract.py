@@ -767,7 +767,11 @@ def _batched_bench(reading: Reading, t: int, i: int, table: Table) -> list[Candi
                              quantization=quantization, version=version, options=dict(options), lengths=lengths,
                              users=users, figure="aggregate", procedure=procedure, phase=phase, value=value[0],
                              stddev=value[1])
-            out.append(Candidate(record, f"t{t}:r{r}:{phase}"))
+            candidate = Candidate(record, f"t{t}:r{r}:{phase}")
+            # the only counts of a post that no bounded pattern reads: any number of digits
+            if not -_INT_LIMIT < min(pp, tg, users) <= max(pp, tg, users) < _INT_LIMIT:
+                refuse_unstorable_numbers(candidate)
+            out.append(candidate)
     return out
 
 
@@ -901,8 +905,13 @@ def _extract(pieces: list[Piece], ctx: PostContext) -> list[Candidate]:
             candidates += _READERS[kind](reading, t, i, piece.table)
         t += 1
     candidates += _timing_figures(reading)
-    for candidate in candidates:
-        refuse_unstorable_numbers(candidate)
+    for candidate in candidates:  # the floats of each figure at once (counts are checked where they are read)
+        record = candidate.record
+        model = record["model"]
+        total = ((record["tokens_per_second"] or 0.0) + (record["stddev"] or 0.0) + (model["params_b"] or 0.0)
+                 + (model["file_size_gb"] or 0.0) + (record["hardware"].get("memory_bandwidth_gbs") or 0.0))
+        if total - total != 0:  # inf - inf and nan - nan are nan (or a sum of large numbers overflowed)
+            refuse_unstorable_numbers(candidate)
     return candidates
 
 
@@ -918,12 +927,6 @@ def refuse_unstorable_numbers(candidate: Candidate) -> None:
     """A number no database column can hold (a figure of 400 digits reads as infinity; a file may say "nan" or
     1e20 tokens) becomes unknown, and the candidate a rejection naming the field: never stored, never a crash."""
     record = candidate.record
-    model, lengths = record["model"], record["lengths"]
-    total = ((record["tokens_per_second"] or 0.0) + (record["stddev"] or 0.0) + (model["params_b"] or 0.0)
-             + (model["file_size_gb"] or 0.0) + (record["hardware"].get("memory_bandwidth_gbs") or 0.0))
-    if total - total == 0 and max(abs(lengths["prompt_tokens"] or 0), abs(lengths["generated_tokens"] or 0),
-                                  abs(lengths["context_depth"] or 0), abs(record["concurrency"]["users"] or 0)) < _INT_LIMIT:
-        return  # all finite (inf - inf and nan - nan are nan), all counts in 64 bits: the common case, at once
     for block, key in _FLOAT_FIELDS:
         holder = record if key is None else record[block]
         name = block if key is None else key
