@@ -25,7 +25,7 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import accumulate
-from operator import itemgetter
+from operator import itemgetter, methodcaller
 
 from lxml import etree
 
@@ -435,7 +435,7 @@ class Reading:
         self.option_values: dict[str, object] = {}
         self._by_kind: dict[str, list[Clue]] | None = None
         # Sections, counted once: the headings before each piece, and each section's llama-bench tables.
-        self._headings_before = list(accumulate((p.kind == "heading" for p in pieces), initial=0))
+        self._headings_before: list[int] | None = None
         self._bench_tables: dict[int, list[int]] | None = None
         self.table_models: dict[int, ModelRow | None] = {}  # llama-bench table -> its one model (_section_model)
 
@@ -470,6 +470,8 @@ class Reading:
 
     def section_of(self, index: int) -> int:
         """The section of a piece: how many headings come before it."""
+        if self._headings_before is None:
+            self._headings_before = list(accumulate((p.kind == "heading" for p in self.pieces), initial=0))
         return self._headings_before[index]
 
     def bench_tables_in(self, section: int) -> list[int]:
@@ -778,7 +780,6 @@ def _batched_bench(reading: Reading, t: int, i: int, table: Table) -> list[Candi
 _COMMIT = re.compile(r"\b(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{7,40}\b")
 _CHIP_NOTES = re.compile(r"\[\^\w+\]|\+\s*FA\b")  # footnote marks and "+ FA" after the chip's name
 _FLASH_ATTENTION = re.compile(r"\+\s*FA\b")
-_CORES = re.compile(r"\d{1,4}")  # a count int() reads ("²" is a digit but not a number)
 
 
 def _scoreboard(reading: Reading, t: int, i: int, table: Table) -> list[Candidate]:
@@ -800,7 +801,7 @@ def _scoreboard(reading: Reading, t: int, i: int, table: Table) -> list[Candidat
         commit = _COMMIT.search(chip_cell_text)
         chip = _CHIP_NOTES.sub("", _COMMIT.sub("", chip_cell_text)).strip()
         cores = cores_cell(row)
-        cores = cores if _CORES.fullmatch(cores) else None
+        cores = cores if cores.isdecimal() and len(cores) < 5 else None  # what int() reads ("²" is no number)
         hardware = canonical_hardware(f"{chip} ({cores}-core GPU)" if cores else chip)
         bandwidth = lb.parse_value(bandwidth_cell(row))
         options = {"ngl": protocol["ngl"]} if "ngl" in protocol else {}
@@ -905,18 +906,28 @@ def _extract(pieces: list[Piece], ctx: PostContext) -> list[Candidate]:
             candidates += _READERS[kind](reading, t, i, piece.table)
         t += 1
     candidates += _timing_figures(reading)
-    for candidate in candidates:  # the floats of each figure at once (counts are checked where they are read)
-        record = candidate.record
-        model = record["model"]
-        total = ((record["tokens_per_second"] or 0.0) + (record["stddev"] or 0.0) + (model["params_b"] or 0.0)
-                 + (model["file_size_gb"] or 0.0) + (record["hardware"].get("memory_bandwidth_gbs") or 0.0))
-        if total - total != 0:  # inf - inf and nan - nan are nan (or a sum of large numbers overflowed)
+    if candidates and not _floats_finite(candidates):  # a cell of 400 digits reads as infinity
+        for candidate in candidates:
             refuse_unstorable_numbers(candidate)
     return candidates
 
 
 # ================================================================================== numbers no column holds
 _INT_LIMIT = 2 ** 63  # SQLite's INTEGER and PostgreSQL's bigint hold less
+_FIGURE_FLOATS = tuple(map(itemgetter, ("tokens_per_second", "stddev")))
+_MODEL_FLOATS = tuple(map(itemgetter, ("params_b", "file_size_gb")))
+_BANDWIDTH = methodcaller("get", "memory_bandwidth_gbs")
+
+
+def _floats_finite(candidates: list[Candidate]) -> bool:
+    """Whether every float of the figures is finite, summed at C speed: inf and nan make any sum not finite
+    (a sum of huge numbers may overflow too: then each figure is looked at, and none is refused)."""
+    records = [c.record for c in candidates]
+    models = list(map(itemgetter("model"), records))
+    total = sum(sum(filter(None, map(get, records))) for get in _FIGURE_FLOATS)
+    total += sum(sum(filter(None, map(get, models))) for get in _MODEL_FLOATS)
+    total += sum(filter(None, map(_BANDWIDTH, map(itemgetter("hardware"), records))))
+    return total - total == 0  # inf - inf and nan - nan are nan
 _FLOAT_FIELDS = (("tokens_per_second", None), ("stddev", None), ("model", "params_b"), ("model", "file_size_gb"),
                  ("hardware", "memory_bandwidth_gbs"))
 _INT_FIELDS = (("lengths", "prompt_tokens"), ("lengths", "generated_tokens"), ("lengths", "context_depth"),
