@@ -8,6 +8,7 @@ with compare-llama-bench's `llama_bench`, a column no reader knows, and a table 
 
 from __future__ import annotations
 
+import json
 from datetime import date
 from pathlib import Path
 
@@ -138,3 +139,59 @@ def test_truncated_sql_is_an_error_not_a_crash():
     truncated = text[: text.index("'2025-05-19T14:02:11Z'")]
     with pytest.raises(ValueError):
         rows_from_text(truncated, "sql")
+
+
+# ------------------------------------------------------------------ numbers no database column holds (I13-I17)
+def _json_row(**changes) -> bytes:
+    """The first row of the GB10 file, changed: a llama-bench -o jsonl line."""
+    row = json.loads((FILES / "gb10-gpt-oss-20b.json").read_text(encoding="utf-8"))[0]
+    row.update(changes)
+    return json.dumps(row).encode() + b"\n"
+
+
+@pytest.mark.parametrize("avg_ts", ["inf", "Infinity", "nan", "-inf", 10 ** 400])
+def test_d3_i13_i14_a_speed_that_is_not_finite_is_a_rejection_naming_the_field(avg_ts):
+    (candidate,) = extract_bench_file(_json_row(avg_ts=avg_ts), "jsonl", CTX, None)
+    assert candidate.record["tokens_per_second"] is None
+    assert [r for r in candidate.reasons if r.startswith("tokens_per_second: ")], candidate.reasons
+    (candidate,) = extract_bench_file(b'[{"avg_ts": 1e999, "n_gen": 128}]', "json", CTX, None)  # json reads inf
+    assert candidate.record["tokens_per_second"] is None and candidate.reasons
+
+
+def test_d3_i13_a_markdown_speed_of_400_digits_is_a_rejection():
+    text = ("| model | size | params | backend | ngl | test | t/s |\n|---|---|---|---|---|---|---|\n"
+            f"| llama 7B Q4_0 | 3.56 GiB | 6.74 B | Metal | 99 | tg128 | {'9' * 400} |\n"
+            "| llama 7B Q4_0 | 3.56 GiB | 6.74 B | Metal | 99 | pp512 | 1,003.34 ± 7.71 |\n\nbuild: 8e672efe (1572)\n")
+    bad, good = extract_bench_file(text.encode(), "md", CTX, "M2 Ultra")
+    assert bad.record["tokens_per_second"] is None
+    assert bad.reasons == ["tokens_per_second: inf is not a finite number"]
+    assert good.record["tokens_per_second"] == 1003.34 and not good.reasons
+
+
+def test_d3_i15_a_stddev_that_is_not_a_number_is_a_rejection_not_a_null():
+    (candidate,) = extract_bench_file(_json_row(stddev_ts="nan"), "jsonl", CTX, None)
+    assert candidate.record["stddev"] is None and candidate.reasons == ["stddev: nan is not a finite number"]
+
+
+@pytest.mark.parametrize("n_gen", ["inf", 1e20, "nan", 2.5, 10 ** 400])
+def test_d13_i16_a_length_that_is_not_a_count_is_a_rejection_not_a_crash(n_gen):
+    (candidate,) = extract_bench_file(_json_row(n_prompt=0, n_gen=n_gen), "jsonl", CTX, None)
+    assert candidate.record["lengths"]["generated_tokens"] is None
+    assert candidate.reasons[0].startswith("lengths.generated_tokens: n_gen = "), candidate.reasons
+
+
+def test_d13_counts_past_64_bits_in_a_markdown_table_are_rejections():
+    text = ("| PP | TG | B | N_KV | T_PP s | S_PP t/s | T_TG s | S_TG t/s | T s | S t/s |\n|---|---|---|---|---|---|---|"
+            f"---|---|---|\n| {'5' * 30} | 32 | 1 | 544 | 0.390 | 1311.72 | 0.395 | 81.11 | 0.785 | 693.12 |\n")
+    prompt, generation = extract_bench_file(text.encode(), "md", CTX, "GB10")
+    assert prompt.record["lengths"]["prompt_tokens"] is None and generation.record["lengths"]["context_depth"] is None
+    assert prompt.reasons == [f"lengths.prompt_tokens: {'5' * 30} is too large for a count"]
+    assert generation.reasons == [f"lengths.context_depth: {'5' * 30} is too large for a count"]
+
+
+def test_d22_i17_an_unterminated_sql_string_names_its_line():
+    text = (FILES / "a100x2-llama2-7b.sql").read_text(encoding="utf-8")
+    cut = text.index("'2025-05-19T14:02:11Z'") + 5  # inside the string: its closing quote is gone
+    with pytest.raises(ValueError, match=r"^line \d+: SQL string opened here is never closed$") as error:
+        rows_from_text(text[:cut], "sql")
+    assert str(error.value) == f"line {text[:cut].count(chr(10)) + 1}: SQL string opened here is never closed"

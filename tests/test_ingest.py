@@ -1,5 +1,6 @@
 """`tpsdb ingest` (llama-bench output files) and the seed rebuilt from its curated inputs."""
 
+import json
 import os
 import subprocess
 
@@ -68,3 +69,31 @@ def test_seed_rebuilds_to_the_committed_bytes(tmp_path):
     subprocess.run(["bash", str(tmp_path / "build.sh")], check=True, env=env, capture_output=True, timeout=300)
     assert out.read_bytes() == (ROOT / "data" / "seed.sql").read_bytes()
     assert b"127.0.0.1" not in out.read_bytes() and b"fixture" not in out.read_bytes().lower()
+
+
+def test_d3_d13_i13_i16_numbers_no_column_holds_are_rejections_never_stored(tmp_path, empty_db):
+    row = json.loads((BENCH / "gb10-gpt-oss-20b.json").read_text(encoding="utf-8"))[0]
+    changes = [{"avg_ts": "inf"}, {"avg_ts": "nan"}, {"stddev_ts": "nan"}, {"n_prompt": 0, "n_gen": "inf"},
+               {"n_prompt": 0, "n_gen": 1e20}, {"n_prompt": 0, "n_gen": "nan"}, {"model_size": "inf"}]
+    path = tmp_path / "bad.jsonl"
+    path.write_text("".join(json.dumps({**row, **change}) + "\n" for change in changes), encoding="utf-8")
+    result = run_cli("ingest", str(path), "--source-url", "https://example.org/bad", db=empty_db, check=False)
+    assert result.returncode == 0 and "Traceback" not in result.stderr, result.stderr
+    assert result.stdout.startswith(f"0 measurements added, 0 already stored; {len(changes)} rejections added")
+    stored = rows(empty_db, "select reasons, candidate_json from rejection")
+    assert len(stored) == len(changes)
+    assert not any(word in r["candidate_json"] for r in stored for word in ("Infinity", "NaN"))
+    fields = ["tokens_per_second", "tokens_per_second", "stddev"] + ["lengths.generated_tokens"] * 3 + ["model."]
+    for r in stored:  # each rejection names its field (in the order of the file)
+        assert any(field in r["reasons"] for field in fields), r["reasons"]
+
+
+def test_d22_i17_unterminated_sql_string_is_one_error_line_naming_file_and_line(tmp_path, empty_db):
+    text = (BENCH / "a100x2-llama2-7b.sql").read_text(encoding="utf-8")
+    path = tmp_path / "cut.sql"
+    path.write_text(text[: text.index("'2025-05-19T14:02:11Z'") + 5], encoding="utf-8")
+    result = run_cli("ingest", str(path), "--source-url", "https://example.org/cut", db=empty_db, check=False)
+    line = path.read_text(encoding="utf-8").count("\n") + 1
+    assert result.returncode == 2
+    assert result.stderr == f"error: {path}: line {line}: SQL string opened here is never closed\n"
+    assert rows(empty_db, "select count(*) n from snapshot") == [{"n": 0}]

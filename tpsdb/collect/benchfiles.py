@@ -13,11 +13,14 @@ from __future__ import annotations
 
 import csv
 import json
+import math
 import re
 from pathlib import Path
 
 from tpsdb.collect import llamabench as lb
-from tpsdb.collect.extract import Candidate, PostContext, extract_text, model_name, new_record
+from tpsdb.collect.extract import (
+    Candidate, PostContext, extract_text, model_name, new_record, refuse_unstorable_numbers,
+)
 from tpsdb.collect.machines import canonical_hardware, devices_hardware
 
 __all__ = ["extract_bench_file", "rows_from_text"]
@@ -48,6 +51,9 @@ def extract_bench_file(path_or_bytes, fmt: str | None, ctx: PostContext, hardwar
     return [_candidate(row, quote, i, ctx, hardware) for i, (row, quote) in enumerate(rows_from_text(text, fmt))]
 
 
+_SQL_HEAD = re.compile(r"(CREATE|INSERT)\s", re.I)
+
+
 def _format_of(suffix: str | None, text: str) -> str:
     if suffix in FORMATS:
         return suffix
@@ -56,7 +62,7 @@ def _format_of(suffix: str | None, text: str) -> str:
         return "json"
     if head.startswith("{"):
         return "jsonl"
-    if re.match(r"(CREATE|INSERT)\s", head, re.I):
+    if _SQL_HEAD.match(head):
         return "sql"
     if head.split("\n", 1)[0].startswith(("build_commit", '"build_commit"')):
         return "csv"
@@ -112,7 +118,8 @@ def _csv_rows(text: str) -> list[tuple[dict, str]]:
     return [(dict(zip(header, next(csv.reader([line])))), line) for line in lines[1:]]
 
 
-_INSERT = re.compile(r"INSERT\s+INTO\s+[\"`]?(?P<table>\w+)[\"`]?\s*\((?P<columns>[^)]*)\)\s*VALUES\s*\(", re.I)
+# A column list holds no parenthesis: a try from each "INSERT INTO t (" reads no further than the next one.
+_INSERT = re.compile(r"INSERT\s+INTO\s+[\"`]?(?P<table>\w+)[\"`]?\s*\((?P<columns>[^()]*)\)\s*VALUES\s*\(", re.I)
 
 
 def _sql_rows(text: str) -> list[tuple[dict, str]]:
@@ -143,7 +150,10 @@ def _sql_values(text: str, position: int) -> tuple[list, int]:
         if text[position] == "'":
             end, parts = position + 1, []
             while True:
-                quote = text.index("'", end)
+                quote = text.find("'", end)
+                if quote < 0:
+                    line = text.count("\n", 0, position) + 1
+                    raise ValueError(f"line {line}: SQL string opened here is never closed")
                 parts.append(text[end:quote])
                 if text.startswith("''", quote):
                     parts.append("'")
@@ -153,7 +163,11 @@ def _sql_values(text: str, position: int) -> tuple[list, int]:
                 position = quote + 1
                 break
         else:
-            token = _SQL_TOKEN.match(text, position)[0]  # from position: no copy of the rest of the file
+            token = _SQL_TOKEN.match(text, position)  # from position: no copy of the rest of the file
+            if not token:  # a blank that is not a space, tab or line end
+                position += 1
+                continue
+            token = token[0]
             values.append(None if token.upper() == "NULL" else token)
             position += len(token)
 
@@ -164,6 +178,21 @@ def _number(value) -> float | None:
         return float(value) if value not in (None, "") else None
     except (TypeError, ValueError):
         return None
+    except OverflowError:  # an integer of 400 digits: as float() reads the same digits written "1e400"
+        return math.inf if value > 0 else -math.inf
+
+
+def _count(row: dict, name: str, field: str, reasons: list[str]) -> int | None:
+    """A count (n_prompt, n_gen, ...): absent is 0; anything but a whole number a 64-bit column holds is unknown,
+    with a reason ("inf", 1e20, "nan", 2.5)."""
+    value = row.get(name)
+    number = _number(value)
+    if number is None:
+        return 0
+    if number - number != 0 or number != int(number) or abs(number) >= 2 ** 63:
+        reasons.append(f"{field}: {name} = {value!r} is not a count (a whole number below 2**63)")
+        return None
+    return int(number)
 
 
 def _params_b(n_params) -> float | None:
@@ -186,8 +215,12 @@ OPTION_FIELDS = {"backends", "n_gpu_layers", "n_threads", "n_batch", "n_ubatch",
                 "tensor_buft_overrides", "embeddings", "no_op_offload", "no_host"}
 
 
-def _options(row: dict) -> dict:
+def _options(row: dict, reasons: list[str]) -> dict:
     options = lb.options_from_columns({k: v for k, v in row.items() if k in OPTION_FIELDS})
+    for key, value in list(options.items()):
+        if isinstance(value, float) and value - value != 0:
+            del options[key]
+            reasons.append(f"software.options.{key}: {value} is not a finite number")
     if options.get("dev") == "auto":
         del options["dev"]  # the default: every device
     if options.get("ts") in ("0.00", ""):
@@ -198,8 +231,11 @@ def _options(row: dict) -> dict:
 
 
 def _candidate(row: dict, quote: str, index: int, ctx: PostContext, hardware: str | None) -> Candidate:
-    n_prompt, n_gen = int(_number(row.get("n_prompt")) or 0), int(_number(row.get("n_gen")) or 0)
-    depth = int(_number(row.get("n_depth")) or 0)
+    reasons: list[str] = []
+    n_prompt, n_gen, depth = (_count(row, name, f"lengths.{field}", reasons) for name, field in
+                              (("n_prompt", "prompt_tokens"), ("n_gen", "generated_tokens"),
+                               ("n_depth", "context_depth")))
+    build = _count(row, "build_number", "software.version", reasons)
     phase = "end_to_end" if n_prompt and n_gen else "prompt" if n_prompt else "generation" if n_gen else None
     label, quant = lb.split_model_label(str(row.get("model_type") or ""))
     params_b = _params_b(row.get("model_n_params"))
@@ -210,7 +246,9 @@ def _candidate(row: dict, quote: str, index: int, ctx: PostContext, hardware: st
         ctx, quote, hardware=_hardware(row, hardware),
         model={"name": model_name(label, params_b, ctx.protocol or {}, files), "params_b": params_b,
                "file_size_gb": round(size / 1e9, 2) if size else None},
-        quantization=quant, version=lb.format_version(row.get("build_number"), row.get("build_commit")),
-        options=_options(row), lengths=(n_prompt, n_gen, depth), users=1, figure="per_user",
+        quantization=quant, version=lb.format_version(build, row.get("build_commit")),
+        options=_options(row, reasons), lengths=(n_prompt, n_gen, depth), users=1, figure="per_user",
         procedure=lb.LLAMA_BENCH, phase=phase, value=_number(row.get("avg_ts")), stddev=_number(row.get("stddev_ts")))
-    return Candidate(record, f"row{index}:{phase or 'unknown'}")
+    candidate = Candidate(record, f"row{index}:{phase or 'unknown'}", reasons)
+    refuse_unstorable_numbers(candidate)  # avg_ts "inf", stddev_ts "nan", model_size 1e999
+    return candidate

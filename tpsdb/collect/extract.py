@@ -24,7 +24,8 @@ import re
 from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from operator import itemgetter
+from itertools import accumulate
+from operator import itemgetter, methodcaller
 
 from lxml import etree
 
@@ -33,7 +34,8 @@ from tpsdb.collect.machines import (
     canonical_hardware, device_on_line, devices_hardware, hardware_mentions, hardware_patterns, may_name_device,
 )
 
-__all__ = ["Candidate", "PostContext", "extract_post", "extract_text", "model_name", "new_record"]
+__all__ = ["Candidate", "PostContext", "extract_post", "extract_text", "model_name", "new_record",
+           "refuse_unstorable_numbers"]
 
 
 @dataclass(frozen=True)
@@ -432,6 +434,10 @@ class Reading:
         self.names: dict[tuple, str | None] = {}
         self.option_values: dict[str, object] = {}
         self._by_kind: dict[str, list[Clue]] | None = None
+        # Sections, counted once: the headings before each piece, and each section's llama-bench tables.
+        self._headings_before: list[int] | None = None
+        self._bench_tables: dict[int, list[int]] | None = None
+        self.table_models: dict[int, ModelRow | None] = {}  # llama-bench table -> its one model (_section_model)
 
     @property
     def clues(self) -> list[Clue]:
@@ -463,7 +469,19 @@ class Reading:
         return dict(before[-1].value) if before else {}
 
     def section_of(self, index: int) -> int:
-        return sum(1 for p in self.pieces[:index] if p.kind == "heading")
+        """The section of a piece: how many headings come before it."""
+        if self._headings_before is None:
+            self._headings_before = list(accumulate((p.kind == "heading" for p in self.pieces), initial=0))
+        return self._headings_before[index]
+
+    def bench_tables_in(self, section: int) -> list[int]:
+        """The llama-bench tables of a section (their piece indexes, in order)."""
+        if self._bench_tables is None:
+            self._bench_tables = {}
+            for j, kind in enumerate(self.kinds):
+                if kind == lb.LLAMA_BENCH:
+                    self._bench_tables.setdefault(self.section_of(j), []).append(j)
+        return self._bench_tables.get(section, [])
 
     # Memoized readings of cells (pure functions of their text).
     def test(self, label: str) -> lb.TestShape | None:
@@ -696,16 +714,20 @@ def _section_model(reading: Reading, i: int) -> ModelRow | None:
     llama-batched-bench does not print the model; posts that run both benches on one model per section
     (16578's "## ggml-org/gpt-oss-20b-GGUF") say which model it was through the llama-bench table beside it.
     """
-    section = reading.section_of(i)
-    near = [j for j, kind in enumerate(reading.kinds) if kind == lb.LLAMA_BENCH and reading.section_of(j) == section]
+    near = reading.bench_tables_in(reading.section_of(i))
     if not near:
         return None
-    table = reading.pieces[min(near, key=lambda j: (j < i, abs(j - i)))].table  # the following table first
-    columns = _Columns(table)
-    model_cells = itemgetter(*(columns.at(name) for name in ("model", "params", "size", "backend")))
-    models = {(m.label, m.quant, m.params_b, m.file_size_gb, m.backend)
-              for m in (reading.model(*model_cells(columns.cells(row))) for row in table.rows)}
-    return ModelRow(*models.pop()) if len(models) == 1 else None  # several models: which one is unknown
+    k = bisect_right(near, i)
+    j = near[k] if k < len(near) else near[k - 1]  # the following table first, else the one before
+    if j not in reading.table_models:
+        table = reading.pieces[j].table
+        columns = _Columns(table)
+        model_cells = itemgetter(*(columns.at(name) for name in ("model", "params", "size", "backend")))
+        models = {(m.label, m.quant, m.params_b, m.file_size_gb, m.backend)
+                  for m in (reading.model(*model_cells(columns.cells(row))) for row in table.rows)}
+        # several models: which one is unknown
+        reading.table_models[j] = ModelRow(*models.pop()) if len(models) == 1 else None
+    return reading.table_models[j]
 
 
 def _batched_bench(reading: Reading, t: int, i: int, table: Table) -> list[Candidate]:
@@ -747,7 +769,11 @@ def _batched_bench(reading: Reading, t: int, i: int, table: Table) -> list[Candi
                              quantization=quantization, version=version, options=dict(options), lengths=lengths,
                              users=users, figure="aggregate", procedure=procedure, phase=phase, value=value[0],
                              stddev=value[1])
-            out.append(Candidate(record, f"t{t}:r{r}:{phase}"))
+            candidate = Candidate(record, f"t{t}:r{r}:{phase}")
+            # the only counts of a post that no bounded pattern reads: any number of digits
+            if not -_INT_LIMIT < min(pp, tg, users) <= max(pp, tg, users) < _INT_LIMIT:
+                refuse_unstorable_numbers(candidate)
+            out.append(candidate)
     return out
 
 
@@ -775,7 +801,8 @@ def _scoreboard(reading: Reading, t: int, i: int, table: Table) -> list[Candidat
         commit = _COMMIT.search(chip_cell_text)
         chip = _CHIP_NOTES.sub("", _COMMIT.sub("", chip_cell_text)).strip()
         cores = cores_cell(row)
-        hardware = canonical_hardware(f"{chip} ({cores}-core GPU)" if cores.isdigit() else chip)
+        cores = cores if cores.isdecimal() and len(cores) < 5 else None  # what int() reads ("²" is no number)
+        hardware = canonical_hardware(f"{chip} ({cores}-core GPU)" if cores else chip)
         bandwidth = lb.parse_value(bandwidth_cell(row))
         options = {"ngl": protocol["ngl"]} if "ngl" in protocol else {}
         if _FLASH_ATTENTION.search(chip_cell_text):
@@ -786,7 +813,7 @@ def _scoreboard(reading: Reading, t: int, i: int, table: Table) -> list[Candidat
             if value is None:
                 continue
             machine = {"name": hardware}
-            if cores.isdigit():
+            if cores:
                 machine["gpu_cores"] = int(cores)
             if bandwidth:
                 machine["memory_bandwidth_gbs"] = bandwidth[0]
@@ -879,4 +906,48 @@ def _extract(pieces: list[Piece], ctx: PostContext) -> list[Candidate]:
             candidates += _READERS[kind](reading, t, i, piece.table)
         t += 1
     candidates += _timing_figures(reading)
+    if candidates and not _floats_finite(candidates):  # a cell of 400 digits reads as infinity
+        for candidate in candidates:
+            refuse_unstorable_numbers(candidate)
     return candidates
+
+
+# ================================================================================== numbers no column holds
+_INT_LIMIT = 2 ** 63  # SQLite's INTEGER and PostgreSQL's bigint hold less
+_FIGURE_FLOATS = tuple(map(itemgetter, ("tokens_per_second", "stddev")))
+_MODEL_FLOATS = tuple(map(itemgetter, ("params_b", "file_size_gb")))
+_BANDWIDTH = methodcaller("get", "memory_bandwidth_gbs")
+
+
+def _floats_finite(candidates: list[Candidate]) -> bool:
+    """Whether every float of the figures is finite, summed at C speed: inf and nan make any sum not finite
+    (a sum of huge numbers may overflow too: then each figure is looked at, and none is refused)."""
+    records = [c.record for c in candidates]
+    models = list(map(itemgetter("model"), records))
+    total = sum(sum(filter(None, map(get, records))) for get in _FIGURE_FLOATS)
+    total += sum(sum(filter(None, map(get, models))) for get in _MODEL_FLOATS)
+    total += sum(filter(None, map(_BANDWIDTH, map(itemgetter("hardware"), records))))
+    return total - total == 0  # inf - inf and nan - nan are nan
+_FLOAT_FIELDS = (("tokens_per_second", None), ("stddev", None), ("model", "params_b"), ("model", "file_size_gb"),
+                 ("hardware", "memory_bandwidth_gbs"))
+_INT_FIELDS = (("lengths", "prompt_tokens"), ("lengths", "generated_tokens"), ("lengths", "context_depth"),
+               ("concurrency", "users"))
+
+
+def refuse_unstorable_numbers(candidate: Candidate) -> None:
+    """A number no database column can hold (a figure of 400 digits reads as infinity; a file may say "nan" or
+    1e20 tokens) becomes unknown, and the candidate a rejection naming the field: never stored, never a crash."""
+    record = candidate.record
+    for block, key in _FLOAT_FIELDS:
+        holder = record if key is None else record[block]
+        name = block if key is None else key
+        value = holder.get(name)
+        if value is not None and value - value != 0:
+            holder[name] = None
+            candidate.reasons.append(f"{block if key is None else f'{block}.{key}'}: {value} is not a finite number")
+    for block, key in _INT_FIELDS:
+        holder = record[block]
+        value = holder[key]
+        if value is not None and not -_INT_LIMIT < value < _INT_LIMIT:
+            holder[key] = None
+            candidate.reasons.append(f"{block}.{key}: {value} is too large for a count")

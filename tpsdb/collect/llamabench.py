@@ -47,7 +47,10 @@ def scoreboard_column(header_cell: str) -> tuple[str, str] | None:
 
 
 # ------------------------------------------------------------------------------------------------- cells
-_VALUE = re.compile(r"^\s*(?P<avg>\d[\d,]*(?:\.\d+)?)\s*(?:(?:±|\+/-|\+-)\s*(?P<sd>\d[\d,]*(?:\.\d+)?))?\s*$")
+# Every pattern of the collectors runs in linear time on any line a post can hold (tests/test_linear_time.py):
+# a run of characters two parts of a pattern could both take is given to one of them by a possessive quantifier
+# (`*+`, `++`), and a search tries a run once, from its start (a look-behind), not from each of its characters.
+_VALUE = re.compile(r"^\s*+(?P<avg>\d[\d,]*+(?:\.\d+)?)\s*+(?:(?:±|\+/-|\+-)\s*+(?P<sd>\d[\d,]*+(?:\.\d+)?))?\s*$")
 
 
 def parse_value(cell: str) -> tuple[float, float | None] | None:
@@ -70,7 +73,9 @@ class TestShape:
     context_depth: int
 
 
-_TEST = re.compile(r"^(?P<kind>pp|tg)\s*(?P<n>\d+)(?:\s*\+\s*tg\s*(?P<tg>\d+))?(?:\s*@\s*d\s*(?P<depth>\d+))?$", re.I)
+# Counts of at most 18 digits: what a 64-bit integer column holds (and int() reads any of them).
+_TEST = re.compile(r"^(?P<kind>pp|tg)\s*(?P<n>\d{1,18})(?:\s*\+\s*tg\s*(?P<tg>\d{1,18}))?"
+                   r"(?:\s*@\s*d\s*(?P<depth>\d{1,18}))?$", re.I)
 
 
 def parse_test(label: str) -> TestShape | None:
@@ -112,10 +117,10 @@ _K_SIZES = {"small": "S", "medium": "M", "large": "L"}
 _QUANT_TOKEN = re.compile(r"^(?:I?Q\d\w*|TQ\d_\d|F16|F32|BF16|MXFP4|NVFP4|FP8|\?)$", re.I)
 _QUANT_PREFIX = re.compile(r"^(mostly|all)\s+", re.I)
 _QUANT_SOME = re.compile(r",\s*some\s+\w+$", re.I)
-_QUANT_MOE = re.compile(r"\s+MoE$", re.I)
+_QUANT_MOE = re.compile(r"(?<!\s)\s+MoE$", re.I)
 _QUANT_IQ3_MIX = re.compile(r"^IQ3_S mix\b", re.I)
 _QUANT_K_SIZE = re.compile(r"^(Q\d_K)\s*-\s*(Small|Medium|Large)$", re.I)
-_QUANT_BPW = re.compile(r"\s*-\s*[\d.]+\s*bpw.*$", re.I)
+_QUANT_BPW = re.compile(r"(?<!\s)\s*-\s*[\d.]+\s*bpw.*$", re.I)
 
 
 def normalize_quant(ftype: str) -> str | None:
@@ -196,7 +201,7 @@ def parse_build(line: str) -> str | None:
 
 # ------------------------------------------------------------------------------------------------ commands
 _COMMAND = re.compile(r"(?P<tool>llama-batched-bench|llama-bench)(?P<args>(?:\s+-\S.*)?)$")
-_REDIRECTION = re.compile(r"\s+\d?>\s*\S+")
+_REDIRECTION = re.compile(r"(?<!\s)\s+\d?>\s*\S+")  # from the start of a blank run only
 _CONTINUATION = re.compile(r"\\\s*\n\s*")
 
 
@@ -243,7 +248,7 @@ OPTION_KEYS = {
 }
 
 
-_INTEGER = re.compile(r"-?\d+")
+_INTEGER = re.compile(r"-?\d{1,18}")  # longer: kept as the text printed
 
 
 def option_value(value):
@@ -266,8 +271,9 @@ def options_from_columns(columns: dict[str, str]) -> dict:
     return options
 
 
-_BATCHED_PARAMS = re.compile(r"^\s*main:\s*((?:\w+\s*=\s*-?\w+\s*,?\s*)+)$")
-_PAIR = re.compile(r"(\w+)\s*=\s*(-?\w+)")
+# Possessive: the blanks and comma between two pairs have one reading, not one per way of splitting them (D2).
+_BATCHED_PARAMS = re.compile(r"^\s*main:\s*((?:\w++\s*+=\s*+-?\w++\s*+,?\s*+)+)$")
+_PAIR = re.compile(r"\b(\w+)\s*=\s*(-?\w+)")
 
 
 def parse_batched_params(line: str) -> dict | None:
@@ -283,7 +289,7 @@ def parse_batched_params(line: str) -> dict | None:
 
 # ---------------------------------------------------------------------------------------------- timing logs
 _TIMING = re.compile(
-    r"(?P<what>prompt eval time|eval time|sample time|sampling time)\s*=\s*[\d.,]+\s*ms\s*/\s*(?P<n>\d+)\s*"
+    r"(?P<what>prompt eval time|eval time|sample time|sampling time)\s*=\s*[\d.,]+\s*ms\s*/\s*(?P<n>\d{1,18})\s*"
     r"(?:tokens|runs)\s*\(\s*[\d.,]+\s*ms per token,\s*(?P<tps>[\d.,]+)\s*tokens per second\)"
 )
 
@@ -298,7 +304,7 @@ class TimingLine:
     sampling: bool
 
 
-_DECIMAL_COMMA = re.compile(r"\d+,\d{1,2}")
+_DECIMAL_COMMA = re.compile(r"(?<!\d)\d+,\d{1,2}")
 
 
 def _decimal(text: str) -> float:

@@ -73,7 +73,7 @@ def _radeon(m: re.Match) -> str:
     return f"AMD Radeon {prefix}{m['number']}{suffix}"
 
 
-_CORES_AFTER = r"(?:\s*\(?\s*(?P<cores_after>\d{1,2})[- ]?(?:core|c)?\s*GPU(?:\s*cores?)?\s*\)?)?"
+_CORES_AFTER = r"(?:\s*+\(?\s*(?P<cores_after>\d{1,2})[- ]?(?:core|c)?\s*GPU(?:\s*cores?)?\s*\)?)?"
 _DATACENTER_VARIANT = r"(?P<variant>(?:[ -](?:\d+\s?GB|PCIe|SXM\d?|HBM\de?|NVL))*)"
 
 # (pattern, builder). Order does not matter: overlapping matches are resolved by position, then length.
@@ -180,12 +180,16 @@ def canonical_hardware(text: str) -> str | None:
 
 
 # ---------------------------------------------------------------------------------- device lines in logs
-# What llama.cpp (CUDA/ROCm, Vulkan, Metal) and nvidia-smi print for each device they use.
+# What llama.cpp (CUDA/ROCm, Vulkan, Metal) and nvidia-smi print for each device they use, on one line. The
+# names keep the blanks around them (device_on_line strips them): a name that both begins and ends with a run of
+# blanks is read in one pass, where "\s*(?P<name>.+?)\s*" tries every split of each run (quadratic).
 _DEVICE_LINES = [
-    re.compile(r"^\s*Device\s+(?P<index>\d+):\s*(?P<name>[^,]+),"),
-    re.compile(r"ggml_vulkan:\s*(?P<index>\d+)\s*=\s*(?P<name>[^|(]+?)\s*[(|]"),
-    re.compile(r"ggml_metal_(?:device_)?init:\s*(?:found device|GPU name):\s*(?P<name>.+?)\s*$"),
-    re.compile(r"^\|\s+(?P<index>\d+)\s+(?P<name>(?:NVIDIA|Tesla)\s.+?)\s{2,}(?:On|Off)\s+\|"),
+    re.compile(r"^\s*Device\s+(?P<index>\d{1,9}):(?P<name>[^,]+),"),
+    # bounded: a try from every "ggml_vulkan:" of a line must not read the rest of the line
+    re.compile(r"ggml_vulkan:\s*(?P<index>\d{1,9})\s*=(?P<name>[^|(]{1,200})[(|]"),
+    re.compile(r"ggml_metal_(?:device_)?init:\s*(?:found device|GPU name):(?P<name>.+)$"),
+    # the name ends at its last non-blank before the run of blanks and On/Off: only those ends are tried
+    re.compile(r"^\|\s+(?P<index>\d{1,9})\s+(?P<name>(?:NVIDIA|Tesla)\s.(?:.*?\S)??)\s{2,}(?:On|Off)\s+\|"),
 ]
 
 
