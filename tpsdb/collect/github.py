@@ -103,17 +103,36 @@ def fetch_discussion_html(
     return pages
 
 
-_TEMPLATE = re.compile(rb"<template\b.*?</template\s*>", re.S | re.I)
+# Each pattern stops at the next tag or quote ([^<>]*+, [^"']*+), so a page of many "<form" or "<template" never
+# closed costs one pass, not one pass per opening (D8).
+_TEMPLATE_START = re.compile(rb"<template\b", re.I)
+_TEMPLATE_END = re.compile(rb"</template\s*+>", re.I)
+_FORM_TAG = re.compile(rb"<form\b[^<>]*+>", re.I)
+_ACTION = re.compile(rb"""\baction=(["'])([^"']*+)\1""", re.I)
 # The comments' "Load more" form; replies' own pagination (.../comments/ID/threads) is a different path.
-_LOAD_MORE = re.compile(rb"""<form\b[^>]*?\baction=["']([^"']*/discussions/\d+/pages\?[^"']*)["']""", re.I)
+_LOAD_MORE_PATH = re.compile(rb"/discussions/\d+/pages\?")
+
+
+def _without_templates(page: bytes) -> bytes:
+    """The page less its client-side <template> elements (placeholders, not data)."""
+    kept, position = [], 0
+    while (start := _TEMPLATE_START.search(page, position)) is not None:
+        end = _TEMPLATE_END.search(page, start.end())
+        if end is None:  # never closed: nothing after it is a template to drop
+            break
+        kept.append(page[position:start.start()])
+        position = end.end()
+    kept.append(page[position:])
+    return b"".join(kept)
 
 
 def next_page_url(page: bytes, base_url: str) -> str | None:
     """The "Load more" form's target (/OWNER/REPO/discussions/N/pages?after=CURSOR...), made absolute."""
-    match = _LOAD_MORE.search(_TEMPLATE.sub(b"", page))
-    if not match:
-        return None
-    return urljoin(base_url.rstrip("/") + "/", html.unescape(match.group(1).decode()))
+    for form in _FORM_TAG.finditer(_without_templates(page)):
+        action = _ACTION.search(form.group())
+        if action and _LOAD_MORE_PATH.search(action.group(2)):
+            return urljoin(base_url.rstrip("/") + "/", html.unescape(action.group(2).decode()))
+    return None
 
 
 _POST_ID = re.compile(r"^discussion(comment)?-(\d+)$")  # the opening post / a comment or reply
