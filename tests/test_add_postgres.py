@@ -1,4 +1,4 @@
-"""D11 and D14 on PostgreSQL (the server of test_postgres.py's fixture): a conflicting model fact is refused, and
+"""D11 and D14 on PostgreSQL (the server of conftest.py's fixture): a conflicting model fact is refused, and
 a second add waits for the first through an advisory lock, or exits 3."""
 
 from __future__ import annotations
@@ -12,7 +12,6 @@ import time
 import psycopg
 
 from conftest import ROOT, run_cli, write_jsonl
-from test_postgres import pg_url, postgres  # noqa: F401  (fixtures: one throw-away server for this module)
 from tpsdb.store import WRITE_LOCK_KEY
 
 ENV_PATH = {"PYTHONPATH": str(ROOT)}
