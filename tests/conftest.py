@@ -17,6 +17,10 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 
+# How many figures the curated seed holds (all active): tests of init and of the seeded database compare with it.
+SEED_MEASUREMENTS = sum(1 for line in (ROOT / "data" / "seed.sql").open(encoding="utf-8")
+                        if line.startswith("INSERT INTO measurement "))
+
 VALID_RECORD = {
     "source": {
         "url": "https://github.com/ggml-org/llama.cpp/discussions/16578",

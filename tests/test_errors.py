@@ -18,7 +18,7 @@ import pytest
 from sqlalchemy import event
 from sqlmodel import SQLModel
 
-from conftest import ROOT, VALID_RECORD, run_cli, write_jsonl
+from conftest import SEED_MEASUREMENTS, ROOT, VALID_RECORD, run_cli, write_jsonl
 from tpsdb import cli, db
 from tpsdb.output import spreadsheet_safe
 
@@ -134,7 +134,7 @@ def test_d10_an_interrupted_init_leaves_nothing_and_a_rerun_completes(tmp_path, 
     engine.dispose()
     assert count(path, "sqlite_master") == 0  # not one table of a half-built schema
     code, out, _ = tpsdb(capsys, "init", "--db", str(path))
-    assert code == 0 and "measurements: 230 active" in out
+    assert code == 0 and f"measurements: {SEED_MEASUREMENTS} active" in out
 
 
 def test_d10_init_repairs_the_half_built_schema_an_older_tpsdb_left(tmp_path, capsys):
@@ -147,7 +147,7 @@ def test_d10_init_repairs_the_half_built_schema_an_older_tpsdb_left(tmp_path, ca
         conn.commit()
     code, out, err = tpsdb(capsys, "init", "--db", str(path))
     assert code == 0, err
-    assert "measurements: 230 active" in out and count(path) == 230
+    assert f"measurements: {SEED_MEASUREMENTS} active" in out and count(path) == SEED_MEASUREMENTS
 
 
 def test_d10_init_never_drops_data_of_a_schema_without_revision(tmp_path, capsys):
@@ -158,7 +158,7 @@ def test_d10_init_never_drops_data_of_a_schema_without_revision(tmp_path, capsys
         conn.commit()
     code, _, err = tpsdb(capsys, "init", "--db", str(path))
     assert code == 2 and "tpsdb tables with data but no schema revision; refusing to touch them" in one_error_line(err)
-    assert count(path) == 230
+    assert count(path) == SEED_MEASUREMENTS
 
 
 def test_d10_two_inits_at_once_both_end_well_with_one_seed(tmp_path):
@@ -174,15 +174,18 @@ def test_d10_two_inits_at_once_both_end_well_with_one_seed(tmp_path):
             run.stdout.close(), run.stderr.close()
         assert [code for code, _ in results] == [0, 0], results
         assert sum("loaded seed.sql" in err for _, err in results) == 1
-        assert count(path) == 230
+        assert count(path) == SEED_MEASUREMENTS
+
+
+TMPFS_BYTES = 32 * 1024 * 1024  # room for a seeded database
 
 
 @pytest.fixture
 def tmpfs(tmp_path):
-    """A 2 MB tmpfs (for a full or a read-only disk); skipped where mounting is not permitted (not root)."""
+    """A small tmpfs (for a full or a read-only disk); skipped where mounting is not permitted (not root)."""
     mount_point = tmp_path / "mnt"
     mount_point.mkdir()
-    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(mount_point)],
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={TMPFS_BYTES}", "tmpfs", str(mount_point)],
                       capture_output=True).returncode != 0:
         pytest.skip("mounting a tmpfs is not permitted here (needs root)")
     try:
@@ -195,7 +198,7 @@ def tmpfs(tmp_path):
 def test_d10_init_on_a_full_disk_changes_nothing_and_a_rerun_recovers(tmpfs, capsys):
     """F5 with a real full filesystem."""
     filler = tmpfs / "fill"
-    filler.write_bytes(b"\0" * (1900 * 1024))
+    filler.write_bytes(b"\0" * (TMPFS_BYTES - 100 * 1024))
     path = tmpfs / "i.sqlite"
     code, _, err = tpsdb(capsys, "init", "--db", str(path))
     assert code == 2
@@ -203,7 +206,7 @@ def test_d10_init_on_a_full_disk_changes_nothing_and_a_rerun_recovers(tmpfs, cap
     assert count(path, "sqlite_master") == 0
     filler.unlink()
     code, out, err = tpsdb(capsys, "init", "--db", str(path))
-    assert code == 0 and "measurements: 230 active" in out, err
+    assert code == 0 and f"measurements: {SEED_MEASUREMENTS} active" in out, err
 
 
 def test_d13_add_on_a_full_disk_is_one_error_line(tmpfs, capsys, tmp_path, record):
@@ -215,7 +218,7 @@ def test_d13_add_on_a_full_disk_is_one_error_line(tmpfs, capsys, tmp_path, recor
         r["tokens_per_second"] = round(40 + i * 0.01, 2)
         r["source"]["quote"] = f"| gpt-oss 120B MXFP4 MoE | tg32 | {r['tokens_per_second']:.2f} ± 0.17 |"
         records.append(r)
-    (tmpfs / "fill").write_bytes(b"\0" * (2048 * 1024 - path.stat().st_size - 300 * 1024))
+    (tmpfs / "fill").write_bytes(b"\0" * (TMPFS_BYTES - path.stat().st_size - 300 * 1024))
     code, _, err = tpsdb(capsys, "add", str(write_jsonl(tmp_path / "many.jsonl", records)), "--db", str(path))
     assert code == 2 and f"error: {path}: disk full" in one_error_line(err)
     assert count(path) == 0
@@ -227,9 +230,9 @@ def test_d13_read_only_filesystem_reads_work_and_writes_are_refused(tmpfs, seede
     path.write_bytes(seeded.read_bytes())
     subprocess.run(["mount", "-o", "remount,ro", str(tmpfs)], check=True)
     code, out, err = tpsdb(capsys, "summary", "--db", str(path))
-    assert code == 0 and "measurements: 230 active" in out, err
+    assert code == 0 and f"measurements: {SEED_MEASUREMENTS} active" in out, err
     code, out, _ = tpsdb(capsys, "export", "--db", str(path))
-    assert code == 0 and len(out.splitlines()) == 230
+    assert code == 0 and len(out.splitlines()) == SEED_MEASUREMENTS
     code, _, err = tpsdb(capsys, "add", str(write_jsonl(tmp_path / "r.jsonl", [record])), "--db", str(path))
     assert code == 2
     assert one_error_line(err) == f"error: {path} is read-only: attempt to write a readonly database; nothing was changed"

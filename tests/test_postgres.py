@@ -8,7 +8,7 @@ import os
 import subprocess
 import time
 
-from conftest import run_cli, write_jsonl
+from conftest import SEED_MEASUREMENTS, run_cli, write_jsonl
 from fixture_server import FixtureServer
 from refresh_helpers import server_env
 from test_query import peak_kb
@@ -62,8 +62,8 @@ def test_d12_init_with_a_password_holding_at_and_percent(postgres):
     subprocess.run(psql + ["-c", "CREATE ROLE tpsdb_at LOGIN PASSWORD 'p@ss%w0rd:/#'",
                            "-c", "CREATE DATABASE t_d12 OWNER tpsdb_at"], check=True, capture_output=True)
     url = f"postgresql+psycopg://tpsdb_at:p%40ss%25w0rd%3A%2F%23@127.0.0.1:{port}/t_d12"
-    assert "measurements: 230 active" in run_cli("init", "--db", url).stdout
-    assert "measurements: 230 active" in run_cli("summary", "--db", url).stdout
+    assert f"measurements: {SEED_MEASUREMENTS} active" in run_cli("init", "--db", url).stdout
+    assert f"measurements: {SEED_MEASUREMENTS} active" in run_cli("summary", "--db", url).stdout
     missing = run_cli("summary", "--db", url.replace("/t_d12", "/t_nowhere"), check=False)
     assert missing.returncode == 2 and missing.stderr.count("\n") == 1 and "p%40ss" not in missing.stderr
     assert "the database does not exist" in missing.stderr and "createdb t_nowhere" in missing.stderr
@@ -86,7 +86,7 @@ def test_d1_the_text_cannot_end_the_read_only_transaction(pg_url):
     run_cli("init", "--db", pg_url)
     with _psql(pg_url) as conn:
         before = conn.execute("select count(*), sum(tokens_per_second) from measurement").fetchone()
-    assert before[0] == 230
+    assert before[0] == SEED_MEASUREMENTS
     for statement in ("commit; delete from measurement",
                       "commit; drop view measurement_full; update measurement set tokens_per_second = 1; "
                       "select 'done'",
@@ -100,7 +100,7 @@ def test_d1_the_text_cannot_end_the_read_only_transaction(pg_url):
         _one_error_line(run_cli("query", statement, "--db", pg_url, check=False))
     with _psql(pg_url) as conn:
         assert conn.execute("select count(*), sum(tokens_per_second) from measurement").fetchone() == before
-        assert conn.execute("select count(*) from measurement_full").fetchone()[0] == 230
+        assert conn.execute("select count(*) from measurement_full").fetchone()[0] == SEED_MEASUREMENTS
 
 
 def test_d7_an_endless_statement_stops_on_the_server_too(pg_url):

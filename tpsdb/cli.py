@@ -28,7 +28,8 @@ from .record import RecordFileError, Via
 from .reference import ReferenceError, load_reference
 from .bulk import mapped, prepared_records
 from .output import os_error_text, spreadsheet_safe, write_atomic
-from .store import Busy, Prepared, Store, iter_measurement_records, iter_rejections, lock_for_writing
+from .store import (Busy, Prepared, Store, StoredRecordError, iter_measurement_records, iter_rejections,
+                    lock_for_writing)
 
 app = typer.Typer(
     help="tpsdb: LLM inference speed figures (tokens/s) kept with their six conditions and their provenance.",
@@ -288,22 +289,27 @@ def export(
     items = iter_rejections(engine) if rejections else iter_measurement_records(engine, all_statuses)
     out = sys.stdout
     writer = None
-    for number, item in enumerate(items, 1):
-        if fmt == "jsonl":
-            try:  # never the non-standard Infinity/NaN, which other JSON readers refuse
-                out.write(json.dumps(item, ensure_ascii=False, sort_keys=False, allow_nan=False) + "\n")
-            except ValueError:
+    number = 0
+    try:
+        for number, item in enumerate(items, 1):
+            if fmt == "jsonl":
+                try:  # never the non-standard Infinity/NaN, which other JSON readers refuse
+                    out.write(json.dumps(item, ensure_ascii=False, sort_keys=False, allow_nan=False) + "\n")
+                except ValueError:
+                    _non_finite(number, item)
+                continue
+            if not rejections and item["source"].get("via") is None:  # same columns for every row
+                item["source"]["via"] = dict.fromkeys(Via.model_fields)
+            flat = _flatten(item)
+            if any(isinstance(v, float) and not math.isfinite(v) for v in flat.values()):
                 _non_finite(number, item)
-            continue
-        if not rejections and item["source"].get("via") is None:  # same columns for every row
-            item["source"]["via"] = dict.fromkeys(Via.model_fields)
-        flat = _flatten(item)
-        if any(isinstance(v, float) and not math.isfinite(v) for v in flat.values()):
-            _non_finite(number, item)
-        if writer is None:
-            writer = csv.DictWriter(out, fieldnames=list(flat), lineterminator="\n")
-            writer.writeheader()
-        writer.writerow({key: spreadsheet_safe(value) for key, value in flat.items()})
+            if writer is None:
+                writer = csv.DictWriter(out, fieldnames=list(flat), lineterminator="\n")
+                writer.writeheader()
+            writer.writerow({key: spreadsheet_safe(value) for key, value in flat.items()})
+    except StoredRecordError as error:  # a row an older tpsdb stored, which is no valid record now
+        fail(f"export: record {number + 1} (source {error.url}) holds a non-finite number or another value no "
+             f"record may carry ({error.reason}); fix or withdraw it in the database (tpsdb query shows it)")
 
 
 def _non_finite(number: int, item: dict) -> None:

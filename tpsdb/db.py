@@ -266,7 +266,7 @@ def require_schema(engine: Engine) -> None:
 # ---------------------------------------------------------------------------------------------- failures
 # What the driver says -> what it means and what to do. Matched on the driver's own message, lower-cased.
 _SQLITE_FAILURES = (
-    (("file is not a database", "malformed", "not a database"),
+    (("file is not a database", "malformed", "not a database", "could not decode to utf-8"),
      "{db}: not a tpsdb database or corrupt ({reason}); restore it from a backup", 2),
     (("disk i/o error",),
      "{db}: input/output error ({reason}); check the disk, the file and its -wal/-shm files", 2),

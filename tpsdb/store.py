@@ -17,6 +17,7 @@ from typing import Any, Iterator, NamedTuple
 
 from sqlalchemy import Engine, update
 from sqlalchemy.exc import OperationalError
+from pydantic import ValidationError
 from sqlmodel import Session, select
 
 from .models import Hardware, Measurement, Model, ModelFile, Post, Rejection, Snapshot, Software, Source, Status
@@ -531,7 +532,7 @@ def measurement_record(m: Measurement, h: Hardware, f: ModelFile, mo: Model, s: 
     via = None
     if any((m.via_title, m.via_publisher, m.via_url, m.via_published_at)):
         via = {"title": m.via_title, "publisher": m.via_publisher, "published_at": m.via_published_at, "url": m.via_url}
-    record = Record.model_validate({
+    fields = {
         "source": {"url": m.source_url, "retrieved_at": m.retrieved_at, "published_at": m.published_at,
                    "author": m.author, "quote": m.quote, "via": via},
         "hardware": {"name": h.name, "memory_bandwidth_gbs": m.hardware_bandwidth_gbs, "memory_gb": h.memory_gb,
@@ -548,8 +549,20 @@ def measurement_record(m: Measurement, h: Hardware, f: ModelFile, mo: Model, s: 
         "phase": m.phase,
         "tokens_per_second": m.tokens_per_second,
         "stddev": m.stddev,
-    })
-    return record.to_json_dict()
+    }
+    try:
+        return Record.model_validate(fields).to_json_dict()
+    except ValidationError as error:  # a row an older tpsdb let in (an inf speed, D3): no record may carry it
+        where = ".".join(map(str, error.errors()[0]["loc"]))
+        raise StoredRecordError(m.source_url, f"{where}: {error.errors()[0]['msg'].lower()}") from None
+
+
+class StoredRecordError(ValueError):
+    """A stored row that is no valid record any more; `url` is its source, for the message."""
+
+    def __init__(self, url: str, reason: str):
+        super().__init__(reason)
+        self.url, self.reason = url, reason
 
 
 def iter_measurement_records(engine: Engine, include_inactive: bool = False) -> Iterator[dict]:
