@@ -35,6 +35,7 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    rich_markup_mode=None,
 )
 
 def records_of(path: Path, bandwidths: dict[str, float]) -> Iterator[Prepared]:
