@@ -100,7 +100,7 @@ def ceiling(
                                           'Spark" (any case).')],
     model: Annotated[str, typer.Option("--model", metavar="NAME", help='Model name, e.g. "Llama 2 7B" (any case).')],
     quantization: Annotated[Optional[str], typer.Option("--quantization", metavar="FORMAT", help="Quantization "
-                                                        "format, e.g. Q4_0, MXFP4 (any case). Required.")] = None,
+                                                        "format, e.g. Q4_0, MXFP4 (any case); required.")] = None,
     users: Annotated[int, typer.Option("--users", metavar="N", help="Concurrent users (aggregate ceiling = users × "
                                        "one-user).")] = 1,
     fmt: Annotated[str, typer.Option("--format", metavar="FORMAT", help="text or json.")] = "text",
