@@ -237,7 +237,7 @@ def test_d13_read_only_filesystem_reads_work_and_writes_are_refused(tmpfs, seede
 
 # ------------------------------------------------------------------------------- D19: reads create nothing
 READ_COMMANDS = [["summary"], ["export"], ["export", "--format", "csv"], ["tables"], ["publish", "--out", "{tmp}/site"],
-                 ["ceiling", "--hardware", "H", "--model", "M", "--quant", "Q4_0"], ["export-seed", "--out",
+                 ["ceiling", "--hardware", "H", "--model", "M", "--quantization", "Q4_0"], ["export-seed", "--out",
                                                                                       "{tmp}/seed.sql"]]
 
 

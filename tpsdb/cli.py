@@ -105,7 +105,7 @@ def export_seed(
 
 @app.command()
 def reference(
-    files: Annotated[list[Path], typer.Argument(metavar="FILE.toml...", help="TOML files of reference entries "
+    files: Annotated[list[Path], typer.Argument(metavar="FILE.toml", help="TOML files of reference entries "
                                                 "(format above).")],
     replace: Annotated[bool, typer.Option("--replace", help="Let a file's values replace different stored ones "
                                           "(default: a difference is an error).")] = False,
@@ -117,19 +117,21 @@ def reference(
 
     \b
       [[hardware]]
-      name = "NVIDIA DGX Spark"              # required
-      memory_bandwidth_gbs = 273             # GB/s
-      bandwidth_source_url = "https://..."   # the page that states it (required with a bandwidth)
-      memory_gb = 128                        # optional
-      gpu_cores = 6144                       # optional
+      name = "NVIDIA DGX Spark"             # required
+      memory_bandwidth_gbs = 273            # GB/s
+      bandwidth_source_url = "https://..."  # the page that states it
+      bandwidth_quote = "..."               # its words
+      memory_gb = 128                       # optional, as are vendor, gpu_cores, notes
 
     \b
       [[model_file]]
-      model = "Llama 2 7B"                   # required
-      quantization = "Q4_0"                  # required, a named format
-      file_size_gb = 3.56                    # required, GB (10^9 bytes)
-      params_b = 6.74                        # optional, billions
-      active_params_b = 6.74                 # optional, billions read per token (mixture of experts)
+      model = "Llama 2 7B"                  # required
+      quantization = "Q4_0"                 # required, a named format
+      file_size_gb = 3.79                   # required, decimal GB (10^9 bytes)
+      size_source_url = "https://..."       # required, where the size is stated
+      params_b = 6.74                       # optional, billions
+      active_params_b = 6.74                # optional, billions read per token (mixture of experts)
+      quote = "..."                         # optional, as are quote_from, notes
 
     Each entry is checked like a record (unknown keys, types, finite positive numbers, http(s) URLs, parameters in
     billions, plausible sizes). A value fills an empty field; one that differs from a stored value is an error
@@ -455,7 +457,7 @@ def sources_cmd(
 
 @app.command()
 def ingest(
-    files: Annotated[list[Path], typer.Argument(metavar="FILE...", help="llama-bench output: .json, .jsonl, .csv, "
+    files: Annotated[list[Path], typer.Argument(metavar="FILE", help="llama-bench output: .json, .jsonl, .csv, "
                                                 ".sql (llama-bench -o json|jsonl|csv|sql), or its .md/.txt table.")],
     source_url: Annotated[str, typer.Option("--source-url", metavar="URL",
                                             help="Where the file is published (required).")],

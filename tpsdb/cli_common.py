@@ -17,7 +17,7 @@ DbOption = Annotated[
 ]
 
 FilesArgument = Annotated[
-    list[Path], typer.Argument(metavar="FILE...", help="JSON or JSONL files of records (format v1); - reads "
+    list[Path], typer.Argument(metavar="FILE", help="JSON or JSONL files of records (format v1); - reads "
                                "standard input.")
 ]
 
