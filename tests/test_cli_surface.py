@@ -97,7 +97,8 @@ def test_format_json_on_every_data_command(tmp_path, empty_db, record):
     assert ceiling.exit_code == 0 and json.loads(ceiling.stdout)
     for command in ("sources", "reparse", "refresh"):
         assert "--json" not in tpsdb(command, "--help").stdout  # one way to ask for JSON
-        refused = tpsdb("--db", empty_db, command, "--format", "yaml", *([] if command == "sources" else ["llamacpp-4167"]))
+        names = [] if command == "sources" else ["llamacpp-4167"]
+        refused = tpsdb("--db", empty_db, command, "--format", "yaml", *names)
         assert refused.exit_code == 2 and "--format: 'yaml' is not one of table, json" in refused.stderr
 
 

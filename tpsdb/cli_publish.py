@@ -33,7 +33,8 @@ def _definitions(tables_dir: Path, names: list[str] | None):
 
 
 def tables(
-    names: Annotated[Optional[list[str]], typer.Argument(metavar="NAME", help="Tables to build (default: all), e.g. machines ceiling.")] = None,
+    names: Annotated[Optional[list[str]], typer.Argument(metavar="NAME", help="Tables to build (default: all), "
+                                                         "e.g. machines ceiling.")] = None,
     fmt: Annotated[str, typer.Option("--format", metavar="FORMAT", help="md, html, csv or json.")] = "md",
     out: Annotated[Optional[Path], typer.Option("--out", metavar="DIR", help="Write NAME.<format> files in this folder "
                                                 "instead of printing.")] = None,

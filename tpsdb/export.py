@@ -89,8 +89,10 @@ def flatten(record: dict, prefix: str = "") -> dict:
         name = f"{prefix}{key}"
         if isinstance(value, dict) and key not in ("options", "inputs"):
             flat.update(flatten(value, name + "."))
+        elif isinstance(value, (dict, list)):
+            flat[name] = json.dumps(value, sort_keys=True, ensure_ascii=False)
         else:
-            flat[name] = json.dumps(value, sort_keys=True, ensure_ascii=False) if isinstance(value, (dict, list)) else value
+            flat[name] = value
     return flat
 
 
