@@ -429,7 +429,8 @@ def test_ceiling_logic_inputs_sources_and_memory(tmp_path):
         with pytest.raises(CeilingError, match="no F16 file of Llama 2 7B .*formats known: Q4_0"):
             compute(session, SPARK, "Llama 2 7B", "F16")
         with pytest.raises(CeilingError, match="Did you mean: 'Llama 2 7B'"):
-            compute(session, SPARK, "Llama 2 7b", "Q4_0")
+            compute(session, SPARK, "Llama 2 7", "Q4_0")
+        assert compute(session, SPARK.lower(), "llama 2 7b", "q4_0")[0].model == "Llama 2 7B"  # names in any case
     assert report.startswith("CALCULATION, not a measurement")
     assert "= 273 GB/s ÷ 3.79 GB" in report and "= 72.03 tokens/s per user" in report
     assert "source: https://vendor.example/dgx-spec" in report and f"source: {URL_4167.format(1)}" in report
