@@ -38,7 +38,7 @@ def run(db: Path, server: FixtureServer, transport: str) -> tuple[float, float, 
     """Wall time, CPU time of the refresh process (less sensitive to a busy machine) and its summaries."""
     env = {**os.environ, "PYTHONPATH": str(ROOT), **server_env(server, graphql=transport == "graphql")}
     start, cpu = time.perf_counter(), _children_cpu_s()
-    out = subprocess.run([sys.executable, "-m", "tpsdb", "refresh", *SOURCES, "--json", "--db", str(db)],
+    out = subprocess.run([sys.executable, "-m", "tpsdb", "refresh", *SOURCES, "--format", "json", "--db", str(db)],
                          env=env, cwd=ROOT, check=True, capture_output=True, text=True).stdout
     return time.perf_counter() - start, _children_cpu_s() - cpu, json.loads(out)
 

@@ -154,12 +154,13 @@ def test_d11_a_conflicting_params_b_is_refused_naming_both_values(tmp_path, empt
     result = tpsdb("add", str(path), "--db", str(empty_db))
     assert result.exit_code == 1
     assert result.stdout.splitlines()[0] == \
-        f"{path}[1]: model.params_b: 120 conflicts with 116.83 already stored for gpt-oss 120B"
+        f"{path}:2: model.params_b: 120 conflicts with 116.83 already stored for gpt-oss 120B"
     assert "2 measurements added, 0 already stored; 1 rejections added" in result.stdout
     # the refused record is kept whole, with its own value
     rejections = [json.loads(line) for line in tpsdb("export", "--rejections", "--db", str(empty_db)).stdout.splitlines()]
-    assert [r["candidate"]["model"]["params_b"] for r in rejections] == [120]
-    assert rejections[0]["reasons"] == ["model.params_b: 120 conflicts with 116.83 already stored for gpt-oss 120B"]
+    assert [r["model"]["params_b"] for r in rejections] == [120]
+    assert rows(empty_db, "select reasons from rejection") == \
+        [('["model.params_b: 120 conflicts with 116.83 already stored for gpt-oss 120B"]',)]
     # an empty active_params_b was filled by the third record; the first record's silence is no conflict
     assert [(r["model"]["params_b"], r["model"]["active_params_b"]) for r in exported(empty_db)] == \
         [(116.83, 5.13), (116.83, 5.13)]
@@ -182,7 +183,7 @@ def test_d11_hardware_facts_fill_empty_fields_and_a_conflict_is_refused(tmp_path
     path = write_jsonl(tmp_path / "h.jsonl", [silent, stated, wrong])
     result = tpsdb("add", str(path), "--db", str(empty_db))
     assert result.exit_code == 1
-    assert f"{path}[2]: hardware.memory_gb: 96 conflicts with 128 already stored for NVIDIA DGX Spark" in result.stdout
+    assert f"{path}:3: hardware.memory_gb: 96 conflicts with 128 already stored for NVIDIA DGX Spark" in result.stdout
     assert rows(empty_db, "select memory_gb, gpu_cores from hardware") == [(128.0, 48)]
 
 

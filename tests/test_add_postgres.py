@@ -25,7 +25,7 @@ def test_d11_a_conflicting_params_b_is_refused_on_postgres(pg_url, tmp_path, rec
     path = write_jsonl(tmp_path / "c.jsonl", [record, other])
     result = run_cli("add", str(path), "--db", pg_url, check=False)
     assert result.returncode == 1
-    assert f"{path}[1]: model.params_b: 120 conflicts with 116.83 already stored for gpt-oss 120B" in result.stdout
+    assert f"{path}:2: model.params_b: 120 conflicts with 116.83 already stored for gpt-oss 120B" in result.stdout
     assert "1 measurements added, 0 already stored; 1 rejections added" in result.stdout
 
 

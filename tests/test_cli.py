@@ -44,7 +44,7 @@ def test_validate_exit_codes_and_reasons(tmp_path, record):
     mixed = write_jsonl(tmp_path / "mixed.jsonl", [record, bad])
     result = run_cli("validate", str(mixed), check=False)
     assert result.returncode == 1
-    assert result.stdout.strip() == f'{mixed}[1]: quantization: not a named format ("4-bit")'
+    assert result.stdout.strip() == f'{mixed}:2: quantization: not a named format ("4-bit")'
 
 
 def test_unreadable_input_is_a_clear_error(tmp_path, empty_db):
@@ -63,7 +63,7 @@ def test_add_is_idempotent_and_keeps_rejections(tmp_path, empty_db, record):
     first = run_cli("add", str(path), db=empty_db, check=False)
     assert first.returncode == 1  # a rejection: as validate says (issue 13 item 5)
     assert "3 measurements added" in first.stdout and "1 rejections added" in first.stdout
-    assert f"{path}[3]: software.version: missing" in first.stdout
+    assert f"{path}:4: software.version: missing" in first.stdout
     dump_before = run_cli("export", db=empty_db).stdout
     second = run_cli("add", str(path), db=empty_db, check=False)
     assert second.returncode == 1
@@ -71,7 +71,7 @@ def test_add_is_idempotent_and_keeps_rejections(tmp_path, empty_db, record):
     assert "0 measurements added, 3 already stored" in second and "0 rejections added, 1 already stored" in second
     assert run_cli("export", db=empty_db).stdout == dump_before
     rejections = [json.loads(line) for line in run_cli("export", "--rejections", db=empty_db).stdout.splitlines()]
-    assert rejections == [{"candidate": bad, "reasons": ["software.version: missing"]}]
+    assert rejections == [bad]  # the candidate as given: `add` of it re-creates the rejection
     rows = json.loads(run_cli("query", "select reasons, source_url from rejection_full", "--format", "json",
                               db=empty_db).stdout)
     assert rows == [{"reasons": '["software.version: missing"]', "source_url": record["source"]["url"]}]
@@ -153,7 +153,7 @@ def test_large_files_are_validated_in_worker_processes_with_the_same_results(tmp
     assert path.stat().st_size > PARALLEL_MIN_BYTES
     checked = run_cli("validate", str(path), check=False)
     assert checked.returncode == 1
-    assert checked.stdout == f'{path}[{n // 2}]: quantization: not a named format ("4-bit")\n'
+    assert checked.stdout == f'{path}:{n // 2 + 1}: quantization: not a named format ("4-bit")\n'
     added = run_cli("add", str(path), db=empty_db, check=False)
     assert added.returncode == 1
     out = added.stdout

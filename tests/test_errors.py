@@ -109,12 +109,12 @@ def test_d13_an_unexpected_failure_is_one_line_and_the_traceback_needs_debug(tmp
     monkeypatch.setattr(db, "dump_seed", broken)
     args = ("export-seed", "--out", str(tmp_path / "s.sql"), "--db", str(seeded))
     code, _, err = tpsdb(capsys, *args)
-    assert code == 1
+    assert code == 4  # an internal error: its own code (issue 13 item 5)
     assert one_error_line(err).startswith("error: internal error (RuntimeError: something nobody foresaw) on ")
     assert "--debug" in err
     for debug_args, env in ((("--debug",), None), ((), {"TPSDB_DEBUG": "1"})):
         code, _, err = tpsdb(capsys, *debug_args, *args, env=env)
-        assert code == 1 and "Traceback (most recent call last)" in err and "error: internal error" in err
+        assert code == 4 and "Traceback (most recent call last)" in err and "error: internal error" in err
     assert not (tmp_path / "s.sql").exists()
 
 
@@ -240,7 +240,7 @@ def test_d13_read_only_filesystem_reads_work_and_writes_are_refused(tmpfs, seede
 
 # ------------------------------------------------------------------------------- D19: reads create nothing
 READ_COMMANDS = [["summary"], ["export"], ["export", "--format", "csv"], ["tables"], ["publish", "--out", "{tmp}/site"],
-                 ["ceiling", "--hardware", "H", "--model", "M", "--quant", "Q4_0"], ["export-seed", "--out",
+                 ["ceiling", "--hardware", "H", "--model", "M", "--quantization", "Q4_0"], ["export-seed", "--out",
                                                                                       "{tmp}/seed.sql"]]
 
 

@@ -50,7 +50,7 @@ def test_edited_comment_supersedes_only_the_changed_figure(served):
     before = active(db, EDITED)
     old_id = next(i for i, v in before.items() if v == 79.74)
     edited_page(server, b"79.74 \xc2\xb1 0.43", b"81.74 \xc2\xb1 0.43")
-    summary = json.loads(refresh(db, server, "llamacpp-16578", "--json").stdout)[0]
+    summary = json.loads(refresh(db, server, "llamacpp-16578", "--format", "json").stdout)[0]
     assert (summary["status"], summary["changed"], summary["new"], summary["withdrawn"]) == ("ok", 1, 0, 0)
     after = active(db, EDITED)
     assert {i: v for i, v in before.items() if i != old_id} == {i: v for i, v in after.items() if v != 81.74}
@@ -75,7 +75,7 @@ def test_removed_comment_withdraws_its_figures(served):
     count = soup.find(id="discussion-comment-count").find(string="8 comments")
     count.replace_with("7 comments")  # as GitHub counts the thread after the removal
     server.override(PAGE_16578, str(soup).encode())
-    summary = json.loads(refresh(db, server, "llamacpp-16578", "--json").stdout)[0]
+    summary = json.loads(refresh(db, server, "llamacpp-16578", "--format", "json").stdout)[0]
     assert summary["withdrawn"] > 0 and summary["withdrawn"] == len(
         rows(db, "select 1 from measurement where source_url = ? and status = 'withdrawn'", REMOVED))
     assert active(db, REMOVED) == {}
@@ -88,7 +88,7 @@ def test_removed_comment_withdraws_its_figures(served):
 def test_transient_faults_recover(served, faults):
     db, server = served
     server.inject(PAGES_4167, faults)
-    result = refresh(db, server, "llamacpp-4167", "--json", TPSDB_HTTP_TIMEOUT_S="1")
+    result = refresh(db, server, "llamacpp-4167", "--format", "json", TPSDB_HTTP_TIMEOUT_S="1")
     summary = json.loads(result.stdout)[0]
     assert summary["status"] == "ok" and summary["new"] > 0
     assert summary["requests"] == 4  # three pages, one retried
@@ -108,7 +108,7 @@ def test_persistent_fault_fails_the_source_and_changes_nothing(served, kind):
             server.override(PAGES_4167, server.body(PAGES_4167, after=after) + b"<!-- edited -->", after=after)
     server.inject(PAGES_4167, [Fault(kind, 502 if kind == "status" else None, seconds=3)] * 3)
     before = dump(db)
-    result = refresh(db, server, "llamacpp-4167", "llamacpp-16578", "--json", check=False,
+    result = refresh(db, server, "llamacpp-4167", "llamacpp-16578", "--format", "json", check=False,
                      TPSDB_HTTP_TIMEOUT_S="1", TPSDB_HTTP_MAX_ATTEMPTS="3")
     assert result.returncode == 1
     by_source = {s["source"]: s for s in json.loads(result.stdout)}
@@ -139,7 +139,7 @@ def test_killed_refresh_leaves_the_previous_data_intact(served):
     # 16578 finished its own transaction before the kill: its edit is in; nothing of 4167 is.
     assert rows(db, "select count(*) n from measurement where source_url like '%/4167%'") == [{"n": 0}]
     assert dump(db) != before and 81.74 in active(db, EDITED).values()
-    result = refresh(db, server, "llamacpp-4167", "--json")
+    result = refresh(db, server, "llamacpp-4167", "--format", "json")
     assert json.loads(result.stdout)[0]["status"] == "ok"
     statuses = [r["status"] for r in rows(db, "select status from refresh_run order by id")]
     assert "failed" in statuses  # the killed run is recorded as interrupted, not left running
@@ -179,7 +179,7 @@ def test_reparse_equals_a_fresh_refresh(served, tmp_path):
     conn.commit()
     conn.close()
     assert dump(db) != fresh
-    out = run_cli("reparse", "llamacpp-4167", "--json", db=db).stdout
+    out = run_cli("reparse", "llamacpp-4167", "--format", "json", db=db).stdout
     assert json.loads(out)[0]["status"] == "ok"
     assert dump(db) == fresh
 
@@ -187,14 +187,14 @@ def test_reparse_equals_a_fresh_refresh(served, tmp_path):
 def test_due_refresh_and_sources_listing(served):
     db, server = served
     env = server_env(server)
-    listing = json.loads(run_cli("sources", "--json", db=db).stdout)
+    listing = json.loads(run_cli("sources", "--format", "json", db=db).stdout)
     assert {s["key"]: s["status"] for s in listing} == {
         "llamacpp-4167": "never run", "llamacpp-15013": "never run", "llamacpp-16578": "never run"}
-    first = run_cli("refresh", "--due", "--json", db=db, env=env)
+    first = run_cli("refresh", "--due", "--format", "json", db=db, env=env)
     assert len(json.loads(first.stdout)) == 3
     again = run_cli("refresh", "--due", db=db, env=env)
     assert "no source is due" in again.stdout
-    listing = {s["key"]: s for s in json.loads(run_cli("sources", "--json", db=db).stdout)}
+    listing = {s["key"]: s for s in json.loads(run_cli("sources", "--format", "json", db=db).stdout)}
     assert listing["llamacpp-16578"]["status"] == "ok" and listing["llamacpp-16578"]["figures"] > 0
     assert listing["llamacpp-16578"]["next_due"] != "now"
 
@@ -217,7 +217,7 @@ def cursor_of(number: int, index: int) -> str | None:
 def fails_and_changes_nothing(db, server, source, *, graphql=False) -> dict:
     """Refresh a source that was read whole before: it must fail, store nothing and keep every figure."""
     before, figures = dump(db), rows(db, "select id, figure_key, status from measurement order by id")
-    result = refresh(db, server, source, "--json", graphql=graphql, check=False)
+    result = refresh(db, server, source, "--format", "json", graphql=graphql, check=False)
     summary = json.loads(result.stdout)[0]
     assert result.returncode == 1 and summary["status"] == "failed", result.stdout
     assert (summary["new"], summary["changed"], summary["withdrawn"]) == (0, 0, 0)
@@ -230,7 +230,7 @@ def fails_and_changes_nothing(db, server, source, *, graphql=False) -> dict:
 
 def test_missing_load_more_form_fails_the_source_and_withdraws_nothing(served):
     db, server = served
-    assert json.loads(refresh(db, server, "llamacpp-4167", "--json").stdout)[0]["new"] > 0
+    assert json.loads(refresh(db, server, "llamacpp-4167", "--format", "json").stdout)[0]["new"] > 0
     page = server.body(PAGE_4167)
     assert len(LOAD_MORE.findall(page)) == 1
     server.override(PAGE_4167, LOAD_MORE.sub(b"", page))  # GitHub renamed the form, say
@@ -291,7 +291,7 @@ def many_replies(server, count: int, *, dropped: int = 0) -> str:
 def test_graphql_reads_150_replies_to_the_end(served):
     db, server = served
     many_replies(server, 150)
-    summary = json.loads(refresh(db, server, "llamacpp-16578", "--json", graphql=True).stdout)[0]
+    summary = json.loads(refresh(db, server, "llamacpp-16578", "--format", "json", graphql=True).stdout)[0]
     assert summary["status"] == "ok" and summary["requests"] == 2  # the discussion, then the comment's replies
     assert rows(db, "select count(*) n from post where parent_external_id = '14731036' and status = 'active'") \
         == [{"n": 150}]

@@ -431,7 +431,8 @@ def test_ceiling_logic_inputs_sources_and_memory(tmp_path):
         with pytest.raises(CeilingError, match="no F16 file of Llama 2 7B .*formats known: Q4_0"):
             compute(session, SPARK, "Llama 2 7B", "F16")
         with pytest.raises(CeilingError, match="Did you mean: 'Llama 2 7B'"):
-            compute(session, SPARK, "Llama 2 7b", "Q4_0")
+            compute(session, SPARK, "Llama 2 7", "Q4_0")
+        assert compute(session, SPARK.lower(), "llama 2 7b", "q4_0")[0].model == "Llama 2 7B"  # names in any case
     assert report.startswith("CALCULATION, not a measurement")
     assert "= 273 GB/s ÷ 3.79 GB" in report and "= 72.03 tokens/s per user" in report
     assert "source: https://vendor.example/dgx-spec" in report and f"source: {URL_4167.format(1)}" in report
@@ -464,21 +465,21 @@ def test_cli_tables_publish_and_ceiling(tmp_path):
                                                       "mine.md"]
     assert 'href="mine.html"' in (site / "index.html").read_text()
 
-    text_out = run_cli("ceiling", "--hardware", SPARK, "--model", "gpt-oss 120B", "--quant", "MXFP4",
+    text_out = run_cli("ceiling", "--hardware", SPARK, "--model", "gpt-oss 120B", "--quantization", "MXFP4",
                        "--users", "4", db=path).stdout
     assert text_out.startswith("CALCULATION") and "= 98.11 tokens/s per user" in text_out
     assert "aggregate max. (calc.) for 4 users = 4 × 98.11 = 392.44 tokens/s" in text_out
     assert "5.13 B active per token" in text_out and "it fits" in text_out
-    no_memory = run_cli("ceiling", "--hardware", M1, "--model", "Llama 2 7B", "--quant", "Q4_0", db=path, check=False)
+    no_memory = run_cli("ceiling", "--hardware", M1, "--model", "Llama 2 7B", "--quantization", "Q4_0", db=path, check=False)
     assert no_memory.returncode == 2 and "memory bandwidth of Apple M1 (8-core GPU) is unknown" in no_memory.stderr
     with Session(db.make_engine(str(path))) as session:
         session.add(Hardware(name="Mystery box", memory_bandwidth_gbs=100, bandwidth_source_url="https://x.example/b"))
         session.commit()
-    unknown_memory = run_cli("ceiling", "--hardware", "Mystery box", "--model", "Llama 2 7B", "--quant", "Q4_0",
+    unknown_memory = run_cli("ceiling", "--hardware", "Mystery box", "--model", "Llama 2 7B", "--quantization", "Q4_0",
                              "--format", "json", db=path)
     data = json.loads(unknown_memory.stdout)[0]
     assert data["kind"] == "calculation" and data["fits"] is None and data["per_user_tps"] == pytest.approx(26.385, 1e-3)
-    assert "unknown" in run_cli("ceiling", "--hardware", "Mystery box", "--model", "Llama 2 7B", "--quant", "Q4_0",
+    assert "unknown" in run_cli("ceiling", "--hardware", "Mystery box", "--model", "Llama 2 7B", "--quantization", "Q4_0",
                                 db=path).stdout
 
 

@@ -119,7 +119,7 @@ def test_second_run_adds_nothing(tmp_path):
         refresh(db, server)
         before = dump(db)
         server.requests.clear()
-        second = refresh(db, server, *SOURCES, "--json")
+        second = refresh(db, server, *SOURCES, "--format", "json")
         summaries = json.loads(second.stdout)
         assert [s["status"] for s in summaries] == ["unchanged"] * 3
         assert all(s["new"] == s["changed"] == s["rejected"] == 0 for s in summaries)

@@ -26,9 +26,9 @@ from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
 from datetime import datetime, timezone
-from itertools import chain, islice
+from itertools import islice
 from pathlib import Path
-from typing import Iterator
+from typing import Iterator, NamedTuple
 
 from .record import RecordFileError
 from .store import Prepared, prepare, prepare_json
@@ -74,44 +74,44 @@ def _exit_with(parent: int) -> None:
 _NOT_A_RECORD = "not a JSON object"
 
 
-def _prepare_range(start: int, stop: int) -> list[tuple]:
+def _prepare_range(start: int, stop: int) -> tuple[list[tuple], int]:
     """Records start..stop (bytes of a JSONL file, or items of a JSON document) prepared, as plain tuples whose
     equal refs are one object: they cross the process boundary at half the pickling cost of Prepared tuples
-    (measured: 2.6 against 5.5 µs per record)."""
+    (measured: 2.6 against 5.5 µs per record). Each tuple ends with the record's place: its line's offset in the
+    range (JSONL) or its item index; a line or item that is not a record is `(None, why, None, None, place)`.
+    Also returns how many lines the range holds, from which the reader numbers the lines of the next one."""
     today = datetime.now(timezone.utc).date()  # once per range rather than once per record
+    prepared = []
     if _items is None:
-        prepared = []
         # split on b"\n" only: a JSON string may hold U+2028, which str.splitlines() would take for a line break
-        for offset, line in enumerate(_data[start:stop].split(b"\n")):
+        lines = _data[start:stop].split(b"\n")
+        for offset, line in enumerate(lines):
             if not line or line.isspace():
                 continue
             try:
                 if line[:1] != b"{" and not line.lstrip().startswith(b"{"):  # 42, null, [...]: not a record
                     json.loads(line)
-                    why = _NOT_A_RECORD
-                else:
-                    prepared.append(prepare_json(line, bandwidth_of=_bandwidths.get, today=today))
+                    prepared.append((None, _NOT_A_RECORD, None, None, offset))
                     continue
-            except (ValueError, RecursionError) as error:
-                why = _unreadable(error)
-            raise RecordFileError(f"{_name}:{_line_number(start, offset)}: {why}")
+                key, reasons, columns, refs = prepare_json(line, bandwidth_of=_bandwidths.get, today=today)
+            except (ValueError, RecursionError) as error:  # not JSON, not UTF-8, too deep, a number too long
+                prepared.append((None, _unreadable(error), None, None, offset))
+                continue
+            prepared.append((key, reasons, columns, refs, offset))
+        line_count = len(lines) - 1  # a range ends just after a newline, or at the end of the file
     else:
-        prepared = []
         for index, candidate in enumerate(_items[start:stop], start):
             if not isinstance(candidate, dict):
-                raise RecordFileError(f"{_name}[{index}]: {_NOT_A_RECORD}")
+                prepared.append((None, _NOT_A_RECORD, None, None, index))
+                continue
             try:
-                prepared.append(prepare(candidate, bandwidth_of=_bandwidths.get, today=today))
-            except RecursionError:  # storing the candidate as given, in a rejection row
-                raise RecordFileError(f"{_name}[{index}]: {_TOO_DEEP}") from None
+                prepared.append((*prepare(candidate, bandwidth_of=_bandwidths.get, today=today), index))
+            except RecursionError:  # the candidate, kept whole in a rejection row, would be too deep to store
+                prepared.append((None, _TOO_DEEP, None, None, index))
+        line_count = 0
     shared: dict[tuple, tuple] = {}
-    return [(key, reasons, columns, refs and tuple([shared.setdefault(ref, ref) for ref in refs]))
-            for key, reasons, columns, refs in prepared]
-
-
-def _line_number(start: int, offset: int) -> int:
-    """The line number, in the file, of line `offset` of the range that begins at byte `start`."""
-    return _data[:start].count(b"\n") + offset + 1
+    return [(key, reasons, columns, refs and tuple([shared.setdefault(ref, ref) for ref in refs]), place)
+            for key, reasons, columns, refs, place in prepared], line_count
 
 
 _TOO_DEEP = "nested too deeply"
@@ -188,10 +188,25 @@ def _document_items(name: str, data: bytes | mmap.mmap, start: int) -> list | No
     except UnicodeDecodeError:
         raise RecordFileError(f"{name}: not UTF-8 text") from None
     except json.JSONDecodeError as error:
+        if _second_line_is_a_record(data, newline):
+            return None  # JSONL whose first line is broken: its other lines are still read
         raise RecordFileError(f"{name}:{error.lineno}: not JSON ({error.msg})") from None
     except (ValueError, RecursionError) as error:
         raise RecordFileError(f"{name}: {_unreadable(error)}") from None
     return value if isinstance(value, list) else [value]
+
+
+def _second_line_is_a_record(data: bytes | mmap.mmap, newline: int) -> bool:
+    if newline == -1:
+        return False
+    second = _NON_SPACE.search(data, newline)
+    if second is None or data[second.start():second.start() + 1] != b"{":
+        return False
+    end = data.find(b"\n", second.start())
+    try:
+        return isinstance(json.loads(data[second.start():None if end == -1 else end]), dict)
+    except ValueError:
+        return False
 
 
 def _line_ranges(data: bytes | mmap.mmap, start: int) -> list[tuple[int, int]]:
@@ -204,12 +219,28 @@ def _line_ranges(data: bytes | mmap.mmap, start: int) -> list[tuple[int, int]]:
     return ranges
 
 
-def prepared_records(name: str, data: bytes | mmap.mmap, bandwidths: dict[str, float]) -> Iterator[Prepared]:
-    """Every record of a JSON or JSONL file, validated, in file order (worker processes for large files).
+class Read(NamedTuple):
+    """One record of a file as read: where it is, and either its validation or why it is not a record."""
+
+    name: str
+    line: int  # JSONL: its line in the file, from 1; 0 for the items of a JSON document
+    item: int  # a JSON document: its place in the list, from 1
+    prepared: Prepared | None  # None: not a record
+    unreadable: str | None = None  # why not ("not JSON (…)", "not a record (a JSON object)")
+
+    @property
+    def where(self) -> str:
+        """`FILE:LINE` for a line of a JSONL file, `FILE[N]` for the Nth record of a JSON document (both from 1)."""
+        return f"{self.name}:{self.line}" if self.line else f"{self.name}[{self.item}]"
+
+
+def read_records(name: str, data: bytes | mmap.mmap, bandwidths: dict[str, float]) -> Iterator[Read]:
+    """Every record of a JSON or JSONL file, validated, in file order (worker processes for large files), with
+    its place. A line or item that is not a record is read too (prepared None), so that `validate` reports them
+    all; a file that is one broken JSON document raises RecordFileError.
 
     The one reader of record files (`add` and `validate`): one JSON value (an object or a list), else JSONL,
-    whose blank lines are skipped; a line that is not JSON refuses the whole file, naming the line. A UTF-8
-    byte-order mark (written by some Windows editors) is skipped.
+    whose blank lines are skipped. A UTF-8 byte-order mark (written by some Windows editors) is skipped.
     """
     start = len(codecs.BOM_UTF8) if data[:len(codecs.BOM_UTF8)] == codecs.BOM_UTF8 else 0
     items = _document_items(name, data, start)
@@ -219,7 +250,7 @@ def prepared_records(name: str, data: bytes | mmap.mmap, bandwidths: dict[str, f
         ranges = [(start, min(start + RANGE_ITEMS, len(items))) for start in range(0, len(items), RANGE_ITEMS)]
     if len(data) < PARALLEL_MIN_BYTES or (os.cpu_count() or 1) < 2:
         _load(name, data, items, bandwidths)
-        yield from map(Prepared._make, chain.from_iterable(_prepare_range(*r) for r in ranges))
+        yield from _numbered(name, items is None, (_prepare_range(*r) for r in ranges))
         return
     fork = "fork" in multiprocessing.get_all_start_methods()
     context = multiprocessing.get_context("fork" if fork else None)
@@ -227,13 +258,34 @@ def prepared_records(name: str, data: bytes | mmap.mmap, bandwidths: dict[str, f
     try:
         with ProcessPoolExecutor(max_workers=WORKERS, mp_context=context, initializer=_start_worker,
                                  initargs=(os.getpid(), name, shared, items, bandwidths)) as pool:
-            yield from map(Prepared._make, chain.from_iterable(_in_order(pool, ranges)))
+            yield from _numbered(name, items is None, _in_order(pool, ranges))
     except BrokenProcessPool:
         # A worker died: reading a mapped file that was truncated meanwhile ends it with SIGBUS.
         raise RecordFileError(_WORKER_DIED.format(name)) from None
 
 
-def _in_order(pool: ProcessPoolExecutor, ranges: list[tuple[int, int]]) -> Iterator[list[tuple]]:
+def _numbered(name: str, jsonl: bool, results) -> Iterator[Read]:
+    first_line = 1  # of the current range
+    for rows, line_count in results:
+        for key, reasons, columns, refs, place in rows:
+            line, item = (first_line + place, 0) if jsonl else (0, place + 1)
+            if key is None:
+                yield Read(name, line, item, None, reasons)
+            else:
+                yield Read(name, line, item, Prepared(key, reasons, columns, refs))
+        first_line += line_count
+
+
+def prepared_records(name: str, data: bytes | mmap.mmap, bandwidths: dict[str, float]) -> Iterator[Prepared]:
+    """The records of a file, validated; the first line or item that is not a record refuses the whole file
+    (RecordFileError naming it), as `add` needs: it stores all of a file or nothing."""
+    for read in read_records(name, data, bandwidths):
+        if read.prepared is None:
+            raise RecordFileError(f"{read.where}: {read.unreadable}")
+        yield read.prepared
+
+
+def _in_order(pool: ProcessPoolExecutor, ranges: list[tuple[int, int]]) -> Iterator[tuple[list[tuple], int]]:
     """The ranges' results in order, with at most IN_FLIGHT ranges handed out: pool.map would hand out all of
     them at once, and the results of a fast worker would pile up in memory while the writer catches up."""
     ranges_left = iter(ranges)

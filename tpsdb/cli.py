@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import csv
 import gc
 import json
-import math
 import os
 import sys
 import traceback
@@ -14,42 +12,49 @@ from pathlib import Path
 from typing import Annotated, Iterator, Optional
 
 import typer
-from sqlalchemy import func
 from sqlalchemy.exc import DBAPIError
-from sqlmodel import Session, select
+from sqlmodel import Session
 
 from . import cli_publish, config, db
 # The refresh and ingest modules (requests, lxml, the extractors) are imported inside their commands, so that the
 # other commands start without them.
-from .cli_common import DbOption, check_choice, fail, open_db
-from .models import Hardware, Measurement, Model, ModelFile, Rejection, Source, Status
+from .bulk import Read, mapped, read_records
+from .cli_common import EXIT_CODES, DbOption, FilesArgument, TableOrJson, check_choice, fail, open_db
+from .export import FORMATS as EXPORT_FORMATS, ExportError, export as export_records
 from .query import DEFAULT_LIMIT, DEFAULT_TIMEOUT, Limited, QueryError, render, run_readonly, write
-from .record import RecordFileError, Via
-from .reference import ReferenceError, load_reference
-from .bulk import mapped, prepared_records
-from .output import os_error_text, spreadsheet_safe, write_atomic
-from .store import (Busy, Prepared, Store, StoredRecordError, iter_measurement_records, iter_rejections,
-                    lock_for_writing)
+from .record import RecordFileError
+from .reference import ReferenceError, bandwidths as stored_bandwidths_of, load_reference, stored_bandwidths
+from .output import os_error_text, write_atomic
+from .store import Busy, Store, lock_for_writing
+from .summary import summary_text
 
 app = typer.Typer(
-    help="tpsdb: LLM inference speed figures (tokens/s) kept with their six conditions and their provenance.",
+    help="tpsdb: LLM inference speed figures (tokens/s) kept with their six conditions and their provenance.\n\n"
+         + EXIT_CODES,
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    rich_markup_mode=None,  # help texts are plain: rich markup would eat `[[hardware]]`
 )
 
-def records_of(path: Path, bandwidths: dict[str, float]) -> Iterator[Prepared]:
-    """The records of one file (`-`: standard input), validated (see tpsdb.bulk); an unreadable file is a clear
-    error, a file without records a warning."""
+
+def read_file(path: Path, bandwidths: dict[str, float], strict: bool = False) -> Iterator[Read]:
+    """The records of one file (`-`: standard input) as read (see tpsdb.bulk.read_records); a file without
+    records is a warning. Raises OSError and RecordFileError: strict, at the first line that is not a record (raised
+    here, where the reader can tell a file changed under it)."""
     count = 0
-    try:
-        with mapped(path) as data:
-            for count, prepared in enumerate(prepared_records(str(path), data, bandwidths), 1):
-                yield prepared
-    except OSError as error:
-        fail(f"{path}: {error.strerror}")
+    with mapped(path) as data:
+        for count, read in enumerate(read_records(str(path), data, bandwidths), 1):
+            if strict and read.prepared is None:
+                raise RecordFileError(f"{read.where}: {read.unreadable}")
+            yield read
     if count == 0:
         typer.echo(f"warning: 0 records in {path}", err=True)
+
+
+def _reasons_line(where: str, reasons: list[str]) -> str:
+    """How `validate`, `add` and `ingest` print a rejected record: `FILE:LINE: reason; reason`."""
+    return f"{where}: " + "; ".join(reasons)
 
 
 # ----------------------------------------------------------------------------------------------- database
@@ -75,36 +80,15 @@ def init(
 
 @app.command()
 def summary(db_url: DbOption = None) -> None:
-    """Print what the database holds: figures by status, rejections and their commonest reasons, references."""
+    """Print what the database holds, each number saying what it counts: measurements by status, rejections and
+    their commonest reasons, sources (all of them, and those with a file in sources/), hardware, models."""
     typer.echo(summary_text(open_db(db_url)))
-
-
-def summary_text(engine) -> str:
-    with Session(engine) as s:
-        count = lambda model, *where: s.exec(select(func.count()).select_from(model).where(*where)).one()
-        by_status = dict(s.exec(select(Measurement.status, func.count()).group_by(Measurement.status)).all())
-        reasons = Counter()
-        for text in s.exec(select(Rejection.reasons).where(Rejection.status == Status.active)).all():
-            reasons.update(json.loads(text))
-        lines = [
-            f"database: {engine.url.render_as_string(hide_password=True)} (schema {db.current_revision(engine)})",
-            f"measurements: {by_status.get('active', 0)} active, {by_status.get('superseded', 0)} superseded, "
-            f"{by_status.get('withdrawn', 0)} withdrawn",
-            f"rejections: {count(Rejection, Rejection.status == Status.active)}",
-            f"sources: {count(Source)}; hardware: {count(Hardware)} "
-            f"({count(Hardware, Hardware.memory_bandwidth_gbs.is_not(None))} with a cited bandwidth); "
-            f"models: {count(Model)}; model files: {count(ModelFile)}",
-        ]
-        if reasons:
-            lines.append("commonest rejection reasons:")
-            lines += [f"  {n:6d}  {reason}" for reason, n in reasons.most_common(8)]
-    return "\n".join(lines)
 
 
 @app.command("export-seed")
 def export_seed(
     db_url: DbOption = None,
-    out: Annotated[Path, typer.Option(help="Where to write the seed.")] = config.SEED_SQL,
+    out: Annotated[Path, typer.Option("--out", metavar="FILE", help="Where to write the seed.")] = config.SEED_SQL,
 ) -> None:
     """Write the curated tables as data/seed.sql, deterministically (the same database gives the same bytes).
 
@@ -121,11 +105,33 @@ def export_seed(
 
 @app.command()
 def reference(
-    files: Annotated[list[Path], typer.Argument(help="TOML files with [[hardware]] / [[model_file]] entries.")],
-    replace: Annotated[bool, typer.Option("--replace", help="Let a file's values replace different stored ones.")] = False,
+    files: Annotated[list[Path], typer.Argument(metavar="FILE.toml", help="TOML files of reference entries "
+                                                "(format above).")],
+    replace: Annotated[bool, typer.Option("--replace", help="Let a file's values replace different stored ones "
+                                          "(default: a difference is an error).")] = False,
     db_url: DbOption = None,
 ) -> None:
     """Load reference data (hardware bandwidths with their spec URL, model file sizes) from TOML files.
+
+    A file holds [[hardware]] and [[model_file]] tables (examples: data/reference/*.toml):
+
+    \b
+      [[hardware]]
+      name = "NVIDIA DGX Spark"             # required
+      memory_bandwidth_gbs = 273            # GB/s
+      bandwidth_source_url = "https://..."  # the page that states it
+      bandwidth_quote = "..."               # its words
+      memory_gb = 128                       # optional, as are vendor, gpu_cores, notes
+
+    \b
+      [[model_file]]
+      model = "Llama 2 7B"                  # required
+      quantization = "Q4_0"                 # required, a named format
+      file_size_gb = 3.79                   # required, decimal GB (10^9 bytes)
+      size_source_url = "https://..."       # required, where the size is stated
+      params_b = 6.74                       # optional, billions
+      active_params_b = 6.74                # optional, billions read per token (mixture of experts)
+      quote = "..."                         # optional, as are quote_from, notes
 
     Each entry is checked like a record (unknown keys, types, finite positive numbers, http(s) URLs, parameters in
     billions, plausible sizes). A value fills an empty field; one that differs from a stored value is an error
@@ -155,64 +161,62 @@ def reference(
 # ---------------------------------------------------------------------------------------------- records
 @app.command("validate")
 def validate_cmd(
-    files: Annotated[list[Path], typer.Argument(help="JSON or JSONL files of records (format v1).")],
+    files: FilesArgument,
     db_url: Annotated[
-        Optional[str], typer.Option("--db", help="Database whose hardware bandwidths feed the ceiling check.")
+        Optional[str], typer.Option("--db", metavar="URL", help="Database whose hardware bandwidths feed the "
+                                    "ceiling check. Default: $TPSDB_DATABASE_URL, else data/tpsdb.sqlite; "
+                                    "none there: no ceiling check.")
     ] = None,
 ) -> None:
-    """Check records without storing them. Prints each rejected record's index and reasons.
+    """Check records without storing them. Prints every rejected record as FILE:LINE: reasons (JSONL; FILE[N] for
+    the Nth record of a JSON list), counting from 1, and goes on past a line that is not JSON (reported as
+    `error: FILE:LINE: not JSON (...)`) to the end of every file.
 
-    Exit status: 0 when every record is accepted, 1 when any is rejected, 2 on unreadable input.
+    Exit status: 0 every record accepted, 1 some rejected, 2 a file or line could not be read.
     """
-    bandwidths = _reference_bandwidths(db_url) or {}
-    rejected = total = 0
-    try:
-        for path in files:
-            for index, prepared in enumerate(records_of(path, bandwidths)):
+    bandwidths = stored_bandwidths(db_url) or {}
+    rejected = total = unreadable = 0
+    for path in files:
+        try:
+            for read in read_file(path, bandwidths):
+                if read.prepared is None:
+                    unreadable += 1
+                    typer.echo(f"error: {read.where}: {read.unreadable}", err=True)
+                    continue
                 total += 1
-                if prepared.reasons:
+                if read.prepared.reasons:
                     rejected += 1
-                    typer.echo(f"{path}[{index}]: " + "; ".join(prepared.reasons))
-    except RecordFileError as error:
-        fail(str(error))
-    typer.echo(f"{total - rejected} accepted, {rejected} rejected", err=True)
-    raise typer.Exit(1 if rejected else 0)
+                    typer.echo(_reasons_line(read.where, read.prepared.reasons))
+        except RecordFileError as error:
+            unreadable += 1
+            typer.echo(f"error: {error}", err=True)
+        except OSError as error:
+            unreadable += 1
+            typer.echo(f"error: {os_error_text(error, path)}", err=True)
+    typer.echo(f"{total - rejected} accepted, {rejected} rejected"
+               + (f"; {unreadable} unreadable (lines or files)" if unreadable else ""), err=True)
+    raise typer.Exit(2 if unreadable else 1 if rejected else 0)
 
 
-def _reference_bandwidths(db_url: str | None) -> dict[str, float] | None:
-    """Hardware name -> bandwidth from an existing database (never creates one); None when there is none."""
-    url = config.database_url(db_url)
-    path = db.sqlite_path(url)
-    if url.startswith("sqlite") and not (path and Path(path).exists()):
-        return None
-    engine = db.make_engine(url)
-    try:
-        db.require_schema(engine)
-    except db.DatabaseError:
-        return None
-    with Session(engine) as session:
-        return _bandwidths(session)
-
-
-def _bandwidths(session: Session) -> dict[str, float]:
-    """Hardware name -> bandwidth, for the ceiling check of records validated away from the database."""
-    rows = session.exec(select(Hardware.name, Hardware.memory_bandwidth_gbs)).all()
-    return {name: bandwidth for name, bandwidth in rows if bandwidth}
+TimeoutOption = Annotated[float, typer.Option("--timeout", metavar="SECONDS",
+                                              help="Seconds to wait while another process writes.")]
 
 
 @app.command()
 def add(
-    files: Annotated[list[Path], typer.Argument(help="JSON or JSONL files of records (format v1); - reads standard input.")],
+    files: FilesArgument,
     db_url: DbOption = None,
-    timeout: Annotated[float, typer.Option("--timeout", help="Seconds to wait while another process writes.")] = 60,
+    timeout: TimeoutOption = 60,
 ) -> None:
-    """Store records: accepted ones as measurements, rejected ones as rejections with their reasons.
+    """Store records: accepted ones as measurements, rejected ones as rejections with their reasons (printed as
+    validate prints them: FILE:LINE: reasons).
 
-    Adding the same file twice changes nothing. All files go in one transaction: on an error nothing is written.
-    A record whose model or hardware facts (params_b, active_params_b, memory_gb, gpu_cores) differ from those
-    already stored is kept as a rejection naming both values. Exit status: 0 when every record is accepted,
-    1 when any is rejected, 2 on unreadable input (nothing stored), 3 when another add held the database for
-    longer than --timeout.
+    Adding the same file twice changes nothing. All files go in one transaction: a line that is not a record, or
+    any other error, stores nothing. A record whose model or hardware facts (params_b, active_params_b,
+    memory_gb, gpu_cores) differ from those already stored is kept as a rejection naming both values.
+
+    Exit status: 0 every record accepted, 1 some rejected, 2 unreadable input (nothing stored), 3 another add held
+    the database for longer than --timeout.
     """
     engine = open_db(db_url)
     counts: Counter = Counter()
@@ -222,23 +226,25 @@ def add(
         except Busy as error:
             fail(f"{_shown(engine)}: {error}", code=3)
         store = Store(session)
-        bandwidths = _bandwidths(session)
+        bandwidths = stored_bandwidths_of(session)
         # Records and rows hold no reference cycles; the cyclic GC would only rescan every object a bulk add
         # creates, over and over (measured: more than half the time of a 100,000-record add).
         gc.disable()
         try:
             for path in files:
-                for index, prepared in enumerate(records_of(path, bandwidths), 1):
-                    result = store.put_prepared(prepared)
+                for index, read in enumerate(read_file(path, bandwidths, strict=True), 1):
+                    result = store.put_prepared(read.prepared)
                     counts[result.outcome] += 1
                     if result.reasons:  # as validate prints them, with the reasons only the database knows
-                        typer.echo(f"{path}[{index - 1}]: " + "; ".join(result.reasons))
+                        typer.echo(_reasons_line(read.where, result.reasons))
                     if index % 20000 == 0:
                         typer.echo(f"{path}: {index} records", err=True)
             store.flush()
             session.commit()
         except RecordFileError as error:
             fail(f"{error}; nothing was stored")
+        except OSError as error:
+            fail(f"{os_error_text(error, path)}; nothing was stored")
         except (OverflowError, DBAPIError) as error:  # a value the database cannot hold, a full disk…
             known = db.explain(error)
             if known:
@@ -249,7 +255,7 @@ def add(
         finally:
             gc.enable()
     typer.echo(_stored_line(counts))
-    raise typer.Exit(1 if counts["rejected"] or counts["rejected_unchanged"] else 0)
+    raise typer.Exit(_stored_code(counts))
 
 
 def _shown(engine) -> str:
@@ -262,60 +268,32 @@ def _stored_line(counts: Counter) -> str:
             f"{counts['rejected']} rejections added, {counts['rejected_unchanged']} already stored")
 
 
-def _flatten(record: dict, prefix: str = "") -> dict:
-    flat = {}
-    for key, value in record.items():
-        name = f"{prefix}{key}"
-        if isinstance(value, dict) and key not in ("options", "inputs"):
-            flat.update(_flatten(value, name + "."))
-        else:
-            flat[name] = json.dumps(value, sort_keys=True, ensure_ascii=False) if isinstance(value, (dict, list)) else value
-    return flat
+def _stored_code(counts: Counter) -> int:
+    """`add` and `ingest`: 1 when a record was rejected (a rejection already stored counts too), else 0."""
+    return 1 if counts["rejected"] or counts["rejected_unchanged"] else 0
 
 
 @app.command()
 def export(
-    fmt: Annotated[str, typer.Option("--format", help="jsonl or csv.")] = "jsonl",
-    rejections: Annotated[bool, typer.Option("--rejections", help="Export the rejections instead.")] = False,
-    all_statuses: Annotated[bool, typer.Option("--all", help="Include superseded and withdrawn figures.")] = False,
+    fmt: Annotated[str, typer.Option("--format", metavar="FORMAT", help="jsonl (one record a line), json (one "
+                                     "array) or csv.")] = "jsonl",
+    rejections: Annotated[bool, typer.Option("--rejections", help="Export the rejected candidates instead: `add` "
+                                             "of the output re-creates the same rejections; csv adds a reasons "
+                                             "column.")] = False,
+    all_statuses: Annotated[bool, typer.Option("--all", help="Include superseded and withdrawn figures "
+                                               "(default: active only).")] = False,
     db_url: DbOption = None,
 ) -> None:
     """Write the measurements as records (format v1) to standard output, in id order.
 
     `export | add` into an empty database then `export` again gives the same bytes.
     """
-    check_choice("--format", fmt, ("jsonl", "csv"))
+    check_choice("--format", fmt, EXPORT_FORMATS)
     engine = open_db(db_url)
-    items = iter_rejections(engine) if rejections else iter_measurement_records(engine, all_statuses)
-    out = sys.stdout
-    writer = None
-    number = 0
     try:
-        for number, item in enumerate(items, 1):
-            if fmt == "jsonl":
-                try:  # never the non-standard Infinity/NaN, which other JSON readers refuse
-                    out.write(json.dumps(item, ensure_ascii=False, sort_keys=False, allow_nan=False) + "\n")
-                except ValueError:
-                    _non_finite(number, item)
-                continue
-            if not rejections and item["source"].get("via") is None:  # same columns for every row
-                item["source"]["via"] = dict.fromkeys(Via.model_fields)
-            flat = _flatten(item)
-            if any(isinstance(v, float) and not math.isfinite(v) for v in flat.values()):
-                _non_finite(number, item)
-            if writer is None:
-                writer = csv.DictWriter(out, fieldnames=list(flat), lineterminator="\n")
-                writer.writeheader()
-            writer.writerow({key: spreadsheet_safe(value) for key, value in flat.items()})
-    except StoredRecordError as error:  # a row an older tpsdb stored, which is no valid record now
-        fail(f"export: record {number + 1} (source {error.url}) holds a non-finite number or another value no "
-             f"record may carry ({error.reason}); fix or withdraw it in the database (tpsdb query shows it)")
-
-
-def _non_finite(number: int, item: dict) -> None:
-    source = (item.get("source") or {}).get("url", "?") if isinstance(item, dict) else "?"
-    fail(f"export: record {number} (source {source}) holds a non-finite number (inf or NaN), which no export "
-         "format may carry; fix or withdraw it in the database (tpsdb query shows it)")
+        export_records(engine, sys.stdout, fmt, rejections=rejections, include_inactive=all_statuses)
+    except ExportError as error:
+        fail(str(error))
 
 
 @app.command()
@@ -364,14 +342,15 @@ def _pick(specs: dict, names: list[str]) -> list[str]:
     return names
 
 
-SourcesDir = Annotated[Optional[Path], typer.Option("--sources-dir", help="Folder of source files (default sources/).")]
+SourcesDir = Annotated[Optional[Path], typer.Option("--sources-dir", metavar="DIR",
+                                                    help="Folder of source files. Default: sources/.")]
 
 
 @app.command()
 def refresh(
     names: Annotated[Optional[list[str]], typer.Argument(help="Source keys (file names in sources/). Forces them.")] = None,
     due: Annotated[bool, typer.Option("--due", help="Only the sources whose refresh interval has passed.")] = False,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
+    fmt: TableOrJson = "table",
     wait: Annotated[bool, typer.Option("--wait", help="Wait for a refresh already running instead of exiting.")] = False,
     sources_dir: SourcesDir = None,
     db_url: DbOption = None,
@@ -385,14 +364,15 @@ def refresh(
     """
     from .refresh import due_sources, refresh_source
 
+    check_choice("--format", fmt, ("table", "json"))
     specs = _specs(sources_dir)
     if not names and not due:
         fail("name the sources to refresh, or pass --due (see `tpsdb sources`)")
     engine = open_db(db_url)
     keys = _pick(specs, names or []) if names else due_sources(engine, specs)
     _run_sources(engine, keys, lambda key: refresh_source(engine, specs[key], session_factory=_http_session,
-                                                          progress=_progress), as_json=as_json, wait=wait)
-    if not keys and not as_json:
+                                                          progress=_progress), as_json=fmt == "json", wait=wait)
+    if not keys and fmt != "json":
         typer.echo("no source is due")
 
 
@@ -437,7 +417,7 @@ def _summary_line(s) -> str:
 @app.command()
 def reparse(
     names: Annotated[Optional[list[str]], typer.Argument(help="Source keys; default: every source.")] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
+    fmt: TableOrJson = "table",
     sources_dir: SourcesDir = None,
     db_url: DbOption = None,
 ) -> None:
@@ -447,26 +427,28 @@ def reparse(
     """
     from .refresh import reparse_source
 
+    check_choice("--format", fmt, ("table", "json"))
     specs = _specs(sources_dir)
     engine = open_db(db_url)
     keys = _pick(specs, names) if names else list(specs)
     _run_sources(engine, keys, lambda key: reparse_source(engine, specs[key], progress=_progress),
-                 as_json=as_json, wait=True)
+                 as_json=fmt == "json", wait=True)
 
 
 @app.command("sources")
 def sources_cmd(
-    as_json: Annotated[bool, typer.Option("--json", help="Print as JSON.")] = False,
+    fmt: TableOrJson = "table",
     sources_dir: SourcesDir = None,
     db_url: DbOption = None,
 ) -> None:
     """List the sources with their last run, its status, the next due time and their figure counts."""
     from .refresh import source_status
 
+    check_choice("--format", fmt, ("table", "json"))
     specs = _specs(sources_dir)
     engine = open_db(db_url)
     rows = source_status(engine, specs)
-    if as_json:
+    if fmt == "json":
         typer.echo(json.dumps(rows, indent=1, default=str))
         return
     columns = list(rows[0]) if rows else ["key"]
@@ -475,31 +457,63 @@ def sources_cmd(
 
 @app.command()
 def ingest(
-    files: Annotated[list[Path], typer.Argument(help="llama-bench output: .json, .jsonl, .csv, .sql, or .md/.txt.")],
-    source_url: Annotated[str, typer.Option("--source-url", help="Where the file is published (required).")],
-    hardware: Annotated[Optional[str], typer.Option("--hardware", help="The machine the file was measured on.")] = None,
-    fmt: Annotated[Optional[str], typer.Option("--format", help="Force the format: json, jsonl, csv, sql, md.")] = None,
-    retrieved_at: Annotated[Optional[str], typer.Option("--retrieved-at", help="ISO date read (default today).")] = None,
-    published_at: Annotated[Optional[str], typer.Option("--published-at", help="ISO date published.")] = None,
+    files: Annotated[list[Path], typer.Argument(metavar="FILE", help="llama-bench output: .json, .jsonl, .csv, "
+                                                ".sql (llama-bench -o json|jsonl|csv|sql), or its .md/.txt table.")],
+    source_url: Annotated[str, typer.Option("--source-url", metavar="URL",
+                                            help="Where the file is published (required).")],
+    hardware: Annotated[Optional[str], typer.Option("--hardware", metavar="NAME", help="The machine the file was "
+                                                    "measured on (default: the device the file names).")] = None,
+    model: Annotated[Optional[str], typer.Option("--model", metavar="NAME", help='The model measured, e.g. "Llama 2 '
+                                                 '7B" (default: llama-bench\'s type label, e.g. "llama 7B").')] = None,
+    fmt: Annotated[Optional[str], typer.Option("--input-format", "--format", metavar="FORMAT",
+                                               help="Read the files as json, jsonl, csv, sql or md (default: from "
+                                               "the file name, else the content).")] = None,
+    retrieved_at: Annotated[Optional[str], typer.Option("--retrieved-at", metavar="DATE",
+                                                        help="ISO date read (default: today).")] = None,
+    published_at: Annotated[Optional[str], typer.Option("--published-at", metavar="DATE",
+                                                        help="ISO date published (default: unknown).")] = None,
+    timeout: TimeoutOption = 60,
     db_url: DbOption = None,
 ) -> None:
     """Read llama-bench / llama-batched-bench output from files and store its figures (with the raw file archived).
 
-    The same file ingested twice changes nothing. Figures lacking a condition are kept as rejections.
+    The same file ingested twice changes nothing. Figures lacking a condition are kept as rejections, each printed
+    with its reasons as `add` prints them. All files go in one transaction.
+
+    Exit status: as `add`: 0 every figure accepted, 1 some rejected, 2 an error (nothing stored), 3 busy.
     """
     from .ingest import IngestError, ingest_files
 
     engine = open_db(db_url)
+    reasons_seen: set[str] = set()
+
+    def rejected(where: str, reasons: list[str]) -> None:
+        reasons_seen.update(reasons)
+        typer.echo(_reasons_line(where, reasons))
+
     try:
         with Session(engine) as session:
+            try:
+                lock_for_writing(session, timeout)
+            except Busy as error:
+                fail(f"{_shown(engine)}: {error}", code=3)
             counts = ingest_files(session, files, source_url=source_url, hardware=hardware, fmt=fmt,
-                                  retrieved_at=retrieved_at, published_at=published_at)
+                                  retrieved_at=retrieved_at, published_at=published_at, model=model,
+                                  on_rejected=rejected)
             session.commit()
     except IngestError as error:
-        fail(str(error))
+        fail(f"{error}; nothing was stored")
+    for reason, hint in _INGEST_HINTS.items():
+        if reason in reasons_seen:
+            typer.echo(f"hint: {hint}", err=True)
     typer.echo(_stored_line(counts))
+    raise typer.Exit(_stored_code(counts))
 
 
+_INGEST_HINTS = {
+    "hardware.name: missing": "the file does not name the machine it ran on: pass --hardware NAME",
+    "model.name: missing": "the file does not name the model: pass --model NAME",
+}
 
 
 @app.command("import")
@@ -530,26 +544,52 @@ def import_cmd(
         typer.echo(f"{len(report.duplicate_ids)} ids occur twice, both records kept (slot ~2): "
                    + ", ".join(report.duplicate_ids))
     typer.echo(_stored_line(report.outcomes))
+    raise typer.Exit(_stored_code(report.outcomes))
 
 
 cli_publish.register(app)
 
 _debug = False
+INTERNAL_ERROR = 4  # a bug: its own exit code, never mistaken for rejected records (1)
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        from importlib.metadata import version
+
+        typer.echo(f"tpsdb {version('tpsdb')}")
+        raise typer.Exit()
 
 
 @app.callback()
 def _global_options(
+    ctx: typer.Context,
+    db_url: Annotated[Optional[str], typer.Option(
+        "--db", metavar="URL", help="Database URL or SQLite path for the command (a command's own --db wins). "
+        "Default: $TPSDB_DATABASE_URL, else data/tpsdb.sqlite.")] = None,
     debug: Annotated[bool, typer.Option("--debug", help="On an unexpected error, print the traceback too "
                                         "(also TPSDB_DEBUG=1).")] = False,
+    version: Annotated[bool, typer.Option("--version", callback=_print_version, is_eager=True,
+                                          help="Print tpsdb's version and exit.")] = False,
 ) -> None:
     global _debug
     _debug = debug
+    if db_url is not None:
+        # Click's default map: the value becomes the default of every command's --db parameter (db_url), which the
+        # command's own --db still overrides.
+        ctx.default_map = {name: {"db_url": db_url} for name in _commands_with_db(ctx)}
+
+
+def _commands_with_db(ctx: typer.Context) -> list[str]:
+    group = ctx.command
+    return [name for name, command in group.commands.items()  # type: ignore[attr-defined]
+            if any(param.name == "db_url" for param in command.params)]
 
 
 def main(argv: list[str] | None = None) -> None:
     """The `tpsdb` command. Whatever goes wrong ends in ONE `error:` line naming the database or file and what to do
-    (exit 2: bad input or a known failure, nothing changed; 3: busy; 1: an internal error). The traceback is printed
-    only with --debug or TPSDB_DEBUG=1."""
+    (exit codes: cli_common.EXIT_CODES; 4: an internal error, a bug). The traceback is printed only with --debug or
+    TPSDB_DEBUG=1."""
     try:
         app(args=argv, prog_name="tpsdb")
     except SystemExit:
@@ -580,10 +620,10 @@ def _explain(error: BaseException) -> tuple[str, int]:
     if isinstance(error, OSError):
         return os_error_text(error, "?"), 2
     if isinstance(error, MemoryError):
-        return "out of memory; nothing of the running transaction was stored", 1
+        return "out of memory; nothing of the running transaction was stored", 2
     first = " ".join(str(error).split())[:300]
     return (f"internal error ({type(error).__name__}: {first}) on {db.name_of()}; nothing of the running "
-            "transaction was stored. Run again with --debug for the traceback, and report it"), 1
+            "transaction was stored. Run again with --debug for the traceback, and report it"), INTERNAL_ERROR
 
 
 def _raised_in_sqlalchemy(error: BaseException) -> bool:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
@@ -11,8 +12,26 @@ from . import config, db
 
 DbOption = Annotated[
     Optional[str],
-    typer.Option("--db", help="Database URL or SQLite path. Default: $TPSDB_DATABASE_URL, else data/tpsdb.sqlite."),
+    typer.Option("--db", metavar="URL", help="Database URL or SQLite path. Default: the global --db (tpsdb --db URL "
+                 "COMMAND), else $TPSDB_DATABASE_URL, else data/tpsdb.sqlite."),
 ]
+
+FilesArgument = Annotated[
+    list[Path], typer.Argument(metavar="FILE", help="JSON or JSONL files of records (format v1); - reads "
+                               "standard input.")
+]
+
+TableOrJson = Annotated[str, typer.Option("--format", metavar="FORMAT", help="table (for people) or json.")]
+
+# The one table of exit codes, shown by `tpsdb --help` and repeated in the README.
+EXIT_CODES = """Exit codes (every command):
+
+\b
+  0  done; every record accepted
+  1  some records rejected (add, ingest, validate), or a source failed (refresh, reparse)
+  2  error, nothing stored: bad input, a bad option, a file or database that cannot be used
+  3  busy: another process holds the database's write or refresh lock
+  4  internal error (a bug): rerun with --debug and report it"""
 
 
 def fail(message: str, code: int = 2) -> None:

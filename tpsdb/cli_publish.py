@@ -19,7 +19,7 @@ from .output import os_error_text, write_atomic
 # tpsdb.publish (Jinja2, matplotlib) is imported inside the commands: every other command starts faster.
 
 TablesDirOption = Annotated[
-    Path, typer.Option("--tables-dir", help="Folder of table definitions (*.toml).", show_default=True)
+    Path, typer.Option("--tables-dir", metavar="DIR", help="Folder of table definitions (*.toml).", show_default=True)
 ]
 
 
@@ -33,9 +33,10 @@ def _definitions(tables_dir: Path, names: list[str] | None):
 
 
 def tables(
-    names: Annotated[Optional[list[str]], typer.Argument(help="Tables to build (default: all), e.g. machines ceiling.")] = None,
-    fmt: Annotated[str, typer.Option("--format", help="md, html, csv or json.")] = "md",
-    out: Annotated[Optional[Path], typer.Option("--out", help="Write NAME.<format> files in this folder "
+    names: Annotated[Optional[list[str]], typer.Argument(metavar="NAME", help="Tables to build (default: all), "
+                                                         "e.g. machines ceiling.")] = None,
+    fmt: Annotated[str, typer.Option("--format", metavar="FORMAT", help="md, html, csv or json.")] = "md",
+    out: Annotated[Optional[Path], typer.Option("--out", metavar="DIR", help="Write NAME.<format> files in this folder "
                                                 "instead of printing.")] = None,
     tables_dir: TablesDirOption = TABLES_DIR,
     db_url: DbOption = None,
@@ -70,7 +71,7 @@ def tables(
 
 
 def publish(
-    out: Annotated[Path, typer.Option("--out", help="Folder of the static site: a new or empty one, or one tpsdb "
+    out: Annotated[Path, typer.Option("--out", metavar="DIR", help="Folder of the static site: a new or empty one, or one tpsdb "
                                       "published into before (it replaces only its own files there).")] = Path("site"),
     force: Annotated[bool, typer.Option("--force", help="Publish into a folder holding other files, overwriting "
                                         "those named like the site's.")] = False,
@@ -96,12 +97,16 @@ def publish(
 
 
 def ceiling(
-    hardware: Annotated[str, typer.Option("--hardware", help='Hardware name, e.g. "NVIDIA DGX Spark".')],
-    model: Annotated[str, typer.Option("--model", help='Model name, e.g. "Llama 2 7B".')],
-    quant: Annotated[str, typer.Option("--quant", help="Quantization format, e.g. Q4_0, MXFP4.")],
-    users: Annotated[int, typer.Option("--users", help="Concurrent users (aggregate ceiling = users × one-user).")] = 1,
-    fmt: Annotated[str, typer.Option("--format", help="text or json.")] = "text",
+    hardware: Annotated[str, typer.Option("--hardware", metavar="NAME", help='Hardware name, e.g. "NVIDIA DGX '
+                                          'Spark" (any case).')],
+    model: Annotated[str, typer.Option("--model", metavar="NAME", help='Model name, e.g. "Llama 2 7B" (any case).')],
+    quantization: Annotated[Optional[str], typer.Option("--quantization", metavar="FORMAT", help="Quantization "
+                                                        "format, e.g. Q4_0, MXFP4 (any case); required.")] = None,
+    users: Annotated[int, typer.Option("--users", metavar="N", help="Concurrent users (aggregate ceiling = users × "
+                                       "one-user).")] = 1,
+    fmt: Annotated[str, typer.Option("--format", metavar="FORMAT", help="text or json.")] = "text",
     db_url: DbOption = None,
+    quant: Annotated[Optional[str], typer.Option("--quant", hidden=True, help="Old name of --quantization.")] = None,
 ) -> None:
     """Print the computed maximum generation speed (memory bandwidth ÷ bytes read per token), labelled as a
     calculation, with its inputs and their sources, and whether the model file fits in the machine's memory.
@@ -110,12 +115,15 @@ def ceiling(
     the bandwidth or the file size is unknown.
     """
     check_choice("--format", fmt, ("text", "json"))
+    quantization = quantization or quant
+    if not quantization:
+        fail("ceiling: --quantization FORMAT is required (e.g. --quantization Q4_0)")
     engine = open_db(db_url)
     from .publish import ceiling as ceiling_logic
 
     with Session(engine) as session:
         try:
-            results = ceiling_logic.compute(session, hardware, model, quant, users)
+            results = ceiling_logic.compute(session, hardware, model, quantization, users)
         except ceiling_logic.CeilingError as error:
             fail(str(error))
     if fmt == "json":

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from datetime import date, datetime, timezone
 from pathlib import Path
+from typing import Callable
 
 from sqlmodel import Session
 
@@ -27,8 +28,13 @@ def _iso_date(value: str | None, option: str) -> str | None:
 
 
 def ingest_files(session: Session, files: list[Path], *, source_url: str, hardware: str | None = None,
-                 fmt: str | None = None, retrieved_at: str | None = None, published_at: str | None = None) -> Counter:
-    """Store the figures of each file under one source URL. The caller commits (all files or none)."""
+                 fmt: str | None = None, retrieved_at: str | None = None, published_at: str | None = None,
+                 model: str | None = None,
+                 on_rejected: Callable[[str, list[str]], None] | None = None) -> Counter:
+    """Store the figures of each file under one source URL. The caller commits (all files or none).
+
+    `hardware` and `model` name the machine and the model of every figure, whatever the file says (llama-bench
+    labels a model by its type, such as "llama 7B"); `on_rejected(where, reasons)` hears of each rejection."""
     if not source_url.startswith(("http://", "https://")):
         raise IngestError(f"--source-url: {source_url!r} is not an http(s) URL")
     if fmt is not None and fmt.lower() not in FORMATS:
@@ -53,10 +59,28 @@ def ingest_files(session: Session, files: list[Path], *, source_url: str, hardwa
             raise IngestError(f"{path}: {error}") from None
         if not candidates:
             raise IngestError(f"{path}: no llama-bench or llama-batched-bench figures found")
+        if model:
+            _name_the_model(path, candidates, model)
         for candidate in candidates:
             provenance = Provenance(source=source, snapshot_id=snapshot.id, slot=candidate.slot,
                                     extra_reasons=candidate.reasons)
-            counts[store.put(candidate.record, provenance).outcome] += 1
+            result = store.put(candidate.record, provenance)
+            counts[result.outcome] += 1
+            if result.reasons and on_rejected:
+                on_rejected(f"{path} ({candidate.slot})", result.reasons)
     store.flush()
     return counts
 
+
+
+def _name_the_model(path: Path, candidates: list, model: str) -> None:
+    """--model: one name for the one model the file measures; a file of several models is refused rather than
+    having them all named alike."""
+    labels = sorted({str((c.record.get("model") or {}).get("name")) for c in candidates})
+    if len(labels) > 1:
+        raise IngestError(f"{path}: --model: the file measures {len(labels)} models ({', '.join(labels)}); "
+                          "--model names one (ingest each model's rows from its own file)")
+    for candidate in candidates:
+        if not isinstance(candidate.record.get("model"), dict):
+            candidate.record["model"] = {}
+        candidate.record["model"]["name"] = model

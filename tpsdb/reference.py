@@ -18,6 +18,7 @@ from urllib.parse import urlsplit
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 from sqlmodel import Session, select
 
+from . import config, db
 from .models import Hardware, Model, ModelFile
 from .record import named_quantization, validate
 from .store import Store, conflict_reason, differs
@@ -254,3 +255,26 @@ def _put_model_file(store: Store, entry: ModelFileEntry) -> None:
         if getattr(entry, field) is not None:
             setattr(model, field, getattr(entry, field))
     store.session.add_all([model, model_file])
+
+
+# ------------------------------------------------------------------------- bandwidths for the ceiling check
+def bandwidths(session: Session) -> dict[str, float]:
+    """Hardware name -> memory bandwidth (GB/s), for the ceiling check of records (`add`, `validate`)."""
+    rows = session.exec(select(Hardware.name, Hardware.memory_bandwidth_gbs)).all()
+    return {name: bandwidth for name, bandwidth in rows if bandwidth}
+
+
+def stored_bandwidths(url: str | None) -> dict[str, float] | None:
+    """The bandwidths of an existing database at `url` (None: the default one); None when there is none there.
+    Never creates a database: `validate` only reads one when it exists."""
+    url = config.database_url(url)
+    path = db.sqlite_path(url)
+    if url.startswith("sqlite") and not (path and Path(path).exists()):
+        return None
+    engine = db.make_engine(url)
+    try:
+        db.require_schema(engine)
+    except db.DatabaseError:
+        return None
+    with Session(engine) as session:
+        return bandwidths(session)

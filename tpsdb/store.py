@@ -560,9 +560,9 @@ def measurement_record(m: Measurement, h: Hardware, f: ModelFile, mo: Model, s: 
 class StoredRecordError(ValueError):
     """A stored row that is no valid record any more; `url` is its source, for the message."""
 
-    def __init__(self, url: str, reason: str):
+    def __init__(self, url: str, reason: str, number: int | None = None):
         super().__init__(reason)
-        self.url, self.reason = url, reason
+        self.url, self.reason, self.number = url, reason, number
 
 
 def iter_measurement_records(engine: Engine, include_inactive: bool = False) -> Iterator[dict]:
@@ -577,8 +577,12 @@ def iter_measurement_records(engine: Engine, include_inactive: bool = False) -> 
         )
         if not include_inactive:
             statement = statement.where(Measurement.status == Status.active)
-        for row in session.exec(statement):
-            yield measurement_record(*row)
+        for number, row in enumerate(session.exec(statement), 1):
+            try:
+                yield measurement_record(*row)
+            except StoredRecordError as error:
+                error.number = number  # the place in the export, for the message
+                raise
 
 
 def iter_rejections(engine: Engine) -> Iterator[dict]:

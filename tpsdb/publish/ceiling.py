@@ -56,18 +56,29 @@ def _suggest(name: str, known: list[str]) -> str:
     return f" Did you mean: {', '.join(repr(c) for c in close)}?" if close else ""
 
 
+def _by_name(session: Session, table, name: str, what: str):
+    """The row named `name`, exactly or else ignoring case (as format names are read); an unknown or ambiguous
+    name is a CeilingError with the closest names."""
+    row = session.exec(select(table).where(table.name == name)).first()
+    if row is not None:
+        return row
+    known = list(session.exec(select(table.name)).all())
+    same = [k for k in known if k.casefold() == name.casefold()]
+    if len(same) == 1:
+        return session.exec(select(table).where(table.name == same[0])).one()
+    if same:
+        raise CeilingError(f"{what} {name!r} matches {', '.join(map(repr, same))}, which differ only in case; "
+                           "give the name exactly")
+    raise CeilingError(f"{what} {name!r} is not in the database.{_suggest(name, known)}")
+
+
 def compute(session: Session, hardware: str, model: str, quantization: str, users: int = 1) -> list[Ceiling]:
     """One result per file of the model in that format (usually one). Raises CeilingError naming what is missing."""
     if users < 1:
         raise CeilingError("--users must be at least 1")
-    machine = session.exec(select(Hardware).where(Hardware.name == hardware)).first()
-    if machine is None:
-        known = list(session.exec(select(Hardware.name)).all())
-        raise CeilingError(f"hardware {hardware!r} is not in the database.{_suggest(hardware, known)}")
-    row = session.exec(select(Model).where(Model.name == model)).first()
-    if row is None:
-        known = list(session.exec(select(Model.name)).all())
-        raise CeilingError(f"model {model!r} is not in the database.{_suggest(model, known)}")
+    machine = _by_name(session, Hardware, hardware, "hardware")
+    row = _by_name(session, Model, model, "model")
+    hardware, model = machine.name, row.name  # as stored: the name given may differ in case
     quant = named_quantization(quantization) or quantization
     files = session.exec(select(ModelFile).where(ModelFile.model_id == row.id, ModelFile.quantization == quant)
                          .order_by(ModelFile.size_bytes)).all()

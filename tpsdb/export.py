@@ -1,0 +1,109 @@
+"""`tpsdb export`: the stored figures (or the rejected candidates) as records, in JSONL, one JSON array, or CSV.
+
+Records are written in format v1, so that `add` reads them back: the measurements re-create the same
+measurements, and the rejected candidates the same rejections (their reasons are recomputed by `add`; CSV, which
+`add` does not read, carries them in a `reasons` column).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+from typing import Iterator, TextIO
+
+from .output import spreadsheet_safe
+from .record import Via
+from .store import StoredRecordError, iter_measurement_records, iter_rejections
+
+FORMATS = ("jsonl", "json", "csv")
+
+
+class ExportError(ValueError):
+    """A stored value no export format may carry; the message names the record."""
+
+
+def export(engine, out: TextIO, fmt: str = "jsonl", *, rejections: bool = False,
+           include_inactive: bool = False) -> int:
+    """Write the active measurements (all of them with include_inactive), or the rejected candidates, to `out` in
+    id order; returns how many. Raises ExportError on a non-finite number (after the records before it)."""
+    if fmt not in FORMATS:
+        raise ValueError(f"format {fmt!r} is not one of {', '.join(FORMATS)}")
+    if rejections:
+        items = ((rejection["candidate"], rejection["reasons"]) for rejection in iter_rejections(engine))
+    else:
+        items = ((record, None) for record in iter_measurement_records(engine, include_inactive))
+    try:
+        if fmt == "csv":
+            return _write_csv(out, items, rejections)
+        return _write_json(out, (record for record, _ in items), array=fmt == "json")
+    except StoredRecordError as error:  # a row an older tpsdb let in (an inf speed, D3): no record may carry it
+        raise ExportError(f"export: record {error.number or '?'} (source {error.url}) holds a non-finite number or "
+                          f"another value no record may carry ({error.reason}); fix or withdraw it in the "
+                          "database (tpsdb query shows it)") from None
+
+
+def _write_json(out: TextIO, records: Iterator, array: bool) -> int:
+    count = 0
+    if array:
+        out.write("[")
+    for count, record in enumerate(records, 1):
+        try:  # never the non-standard Infinity/NaN, which other JSON readers refuse
+            text = json.dumps(record, ensure_ascii=False, sort_keys=False, allow_nan=False)
+        except ValueError:
+            raise ExportError(_non_finite(count, record)) from None
+        if array:
+            out.write(("\n" if count == 1 else ",\n") + text)
+        else:
+            out.write(text + "\n")
+    if array:
+        out.write("\n]\n" if count else "]\n")
+    return count
+
+
+def _write_csv(out: TextIO, items: Iterator[tuple], rejections: bool) -> int:
+    rows = []
+    writer = None
+    count = 0
+    for count, (record, reasons) in enumerate(items, 1):
+        if not rejections and record["source"].get("via") is None:  # same columns for every row
+            record["source"]["via"] = dict.fromkeys(Via.model_fields)
+        flat = flatten(record) if isinstance(record, dict) else {"record": json.dumps(record, ensure_ascii=False)}
+        if any(isinstance(v, float) and not math.isfinite(v) for v in flat.values()):
+            raise ExportError(_non_finite(count, record))
+        if rejections:  # candidates differ in their keys: every row is needed to know the columns
+            rows.append({"reasons": json.dumps(reasons, ensure_ascii=False), **flat})
+            continue
+        if writer is None:
+            writer = csv.DictWriter(out, fieldnames=list(flat), lineterminator="\n")
+            writer.writeheader()
+        writer.writerow({key: spreadsheet_safe(value) for key, value in flat.items()})
+    if rejections and rows:
+        columns = list(dict.fromkeys(key for row in rows for key in row))
+        writer = csv.DictWriter(out, fieldnames=columns, lineterminator="\n")
+        writer.writeheader()
+        writer.writerows({key: spreadsheet_safe(value) for key, value in row.items()} for row in rows)
+    return count
+
+
+def flatten(record: dict, prefix: str = "") -> dict:
+    """A record as one CSV row: nested objects become dotted columns (`source.url`); lists, and the free-form
+    `software.options` and `nature.inputs`, stay JSON text in one cell."""
+    flat = {}
+    for key, value in record.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, dict) and key not in ("options", "inputs"):
+            flat.update(flatten(value, name + "."))
+        elif isinstance(value, (dict, list)):
+            flat[name] = json.dumps(value, sort_keys=True, ensure_ascii=False)
+        else:
+            flat[name] = value
+    return flat
+
+
+def _non_finite(number: int, record) -> str:
+    source = record.get("source") if isinstance(record, dict) else None
+    source = source.get("url") if isinstance(source, dict) else None
+    source = source if isinstance(source, str) else "?"
+    return (f"export: record {number} (source {source}) holds a non-finite number (inf or NaN), which no export "
+            "format may carry; fix or withdraw it in the database (tpsdb query shows it)")
