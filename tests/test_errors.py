@@ -18,7 +18,7 @@ import pytest
 from sqlalchemy import event
 from sqlmodel import SQLModel
 
-from conftest import ROOT, VALID_RECORD, run_cli, write_jsonl
+from conftest import ROOT, run_cli, write_jsonl
 from tpsdb import cli, db
 from tpsdb.output import spreadsheet_safe
 

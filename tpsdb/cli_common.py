@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from typing import Annotated, Optional
+from typing import Annotated, NoReturn, Optional
 
 import typer
 
@@ -15,7 +15,7 @@ DbOption = Annotated[
 ]
 
 
-def fail(message: str, code: int = 2) -> None:
+def fail(message: str, code: int = 2) -> NoReturn:
     """Print `error: MESSAGE` on standard error and exit (2: bad input, 3: database busy)."""
     typer.echo(f"error: {message}", err=True)
     raise typer.Exit(code)
