@@ -69,8 +69,9 @@ def _subprocess_cli(argv: list[str], overrides: dict, timeout: float) -> subproc
 
 def _in_process_cli(argv: list[str], overrides: dict) -> subprocess_.CompletedProcess:
     """tpsdb.cli.main(argv) with what a new process would have had: empty standard input, UTF-8 output read back
-    as subprocess.run(text=True) reads it, the environment, the folder, and no --debug left from an earlier call."""
+    as subprocess.run(text=True) reads it, the environment, the folder, and nothing left from an earlier call."""
     import tpsdb.cli
+    import tpsdb.db
 
     out, err = io.BytesIO(), io.BytesIO()
     streams = (sys.stdin, sys.stdout, sys.stderr)
@@ -83,6 +84,7 @@ def _in_process_cli(argv: list[str], overrides: dict) -> subprocess_.CompletedPr
     _set_env(overrides)
     os.chdir(ROOT)
     tpsdb.cli._debug = False
+    tpsdb.db._last_name = None  # the database an error far from its engine names: none yet, as in a new process
     try:
         tpsdb.cli.main(argv)
         code = 0
