@@ -29,7 +29,7 @@ def many_records(record, n):
 
 
 def test_every_command_has_help():
-    top = run_cli("--help").stdout
+    top = run_cli("--help", subprocess=True).stdout  # one real `python -m tpsdb`; the rest run in this process
     for command in COMMANDS:
         assert command in top
         result = run_cli(command, "--help")
@@ -154,7 +154,7 @@ def test_large_files_are_validated_in_worker_processes_with_the_same_results(tmp
     checked = run_cli("validate", str(path), check=False)
     assert checked.returncode == 1
     assert checked.stdout == f'{path}:{n // 2 + 1}: quantization: not a named format ("4-bit")\n'
-    added = run_cli("add", str(path), db=empty_db, check=False)
+    added = run_cli("add", str(path), db=empty_db, check=False, subprocess=True)  # its workers forked from a tpsdb
     assert added.returncode == 1
     out = added.stdout
     assert f"{n} measurements added" in out and "1 rejections added" in out
@@ -243,7 +243,8 @@ def test_killing_a_large_add_leaves_no_worker_behind_and_stores_nothing(tmp_path
 
 def test_commands_close_the_database_and_leave_no_write_ahead_log(tmp_path, record):
     path = tmp_path / "closed.sqlite"
-    run_cli("init", "--no-seed", db=path)
-    run_cli("add", str(write_jsonl(tmp_path / "one.jsonl", [record])), db=path)
-    run_cli("summary", db=path)
+    # Real processes: what matters is what their exit leaves behind.
+    run_cli("init", "--no-seed", db=path, subprocess=True)
+    run_cli("add", str(write_jsonl(tmp_path / "one.jsonl", [record])), db=path, subprocess=True)
+    run_cli("summary", db=path, subprocess=True)
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("closed.sqlite")) == ["closed.sqlite"]

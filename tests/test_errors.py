@@ -18,7 +18,7 @@ import pytest
 from sqlalchemy import event
 from sqlmodel import SQLModel
 
-from conftest import SEED_MEASUREMENTS, ROOT, VALID_RECORD, run_cli, write_jsonl
+from conftest import ROOT, SEED_MEASUREMENTS, run_cli, write_jsonl
 from tpsdb import cli, db
 from tpsdb.output import spreadsheet_safe
 

@@ -2,8 +2,8 @@
 a killed run leaves it intact, two runs at once do not collide, reparse equals a fresh refresh."""
 
 import json
-import re
 import os
+import re
 import signal
 import sqlite3
 import subprocess

@@ -136,11 +136,11 @@ class Sample:
             if op is C.LITERAL:
                 self.out.append(chr(av))
             elif op is C.NOT_LITERAL:
-                self.out.append(self.char(lambda c: c != chr(av)))
+                self.out.append(self.char(lambda c, av=av: c != chr(av)))
             elif op is C.ANY:
                 self.out.append(self.pool[0])
             elif op is C.IN:
-                self.out.append(self.char(lambda c: _in_class(c, av)))
+                self.out.append(self.char(lambda c, av=av: _in_class(c, av)))
             elif op is C.SUBPATTERN:
                 self.nodes(av[3])
             elif op is C.ATOMIC_GROUP:

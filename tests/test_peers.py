@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 import tpsdb.cli
 from conftest import ROOT, run_cli
 from refresh_helpers import refresh, rows
-from test_publish import TG128, ULTRA, SPARK, build, build_db, definition, rec
+from test_publish import SPARK, TG128, ULTRA, build, build_db, definition, rec
 
 TOKATLAS = ROOT / "data" / "peers" / "tokatlas" / "llamacpp_discussions.json"
 OP_4167 = "https://github.com/ggml-org/llama.cpp/discussions/4167"

@@ -517,8 +517,8 @@ def test_d16_publish_refuses_a_folder_it_did_not_make_unless_forced(tmp_path):
     _, path, _ = build_db(tmp_path, [rec(SPARK, 57.12)])
     out = tmp_path / "mine"
     out.mkdir()
-    for name, text in (("keep.txt", "mine"), ("index.html", "my page"), ("mine.csv", "my,csv")):
-        (out / name).write_text(text)
+    for name, content in (("keep.txt", "mine"), ("index.html", "my page"), ("mine.csv", "my,csv")):
+        (out / name).write_text(content)
     refused = _publish(path, out, tmp_path=tmp_path)
     assert refused.returncode == 2 and refused.stderr.count("\n") == 1
     assert refused.stderr.startswith(f"error: {out} already holds files tpsdb did not write (index.html, keep.txt, "

@@ -15,7 +15,7 @@ import time
 import pytest
 from typer.testing import CliRunner
 
-from conftest import SEED_MEASUREMENTS, ROOT, run_cli
+from conftest import ROOT, SEED_MEASUREMENTS, run_cli
 from tpsdb.cli import app
 
 INFINITE = "with recursive r(n) as (select 1 union all select n+1 from r) select count(*) from r"

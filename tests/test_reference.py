@@ -72,7 +72,7 @@ BAD = {  # probe row: (file body, the error's text after "error: FILE: ")
 def test_d17_a_bad_entry_is_one_error_line_and_stores_nothing(tmp_path, loaded, case):
     body, why = BAD[case]
     good = tmp_path / "good.toml"  # loaded in the same command, before the bad file: rolled back too
-    good.write_text(f'[[hardware]]\nname = "Some new machine"\nmemory_gb = 64\n', encoding="utf-8")
+    good.write_text('[[hardware]]\nname = "Some new machine"\nmemory_gb = 64\n', encoding="utf-8")
     path = tmp_path / "bad.toml"
     path.write_text(body, encoding="utf-8")
     before = reference_rows(loaded)

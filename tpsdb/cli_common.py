@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, NoReturn, Optional
 
 import typer
 
@@ -34,7 +34,7 @@ EXIT_CODES = """Exit codes (every command):
   4  internal error (a bug): rerun with --debug and report it"""
 
 
-def fail(message: str, code: int = 2) -> None:
+def fail(message: str, code: int = 2) -> NoReturn:
     """Print `error: MESSAGE` on standard error and exit (2: bad input, 3: database busy)."""
     typer.echo(f"error: {message}", err=True)
     raise typer.Exit(code)

@@ -5,17 +5,34 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-PROJECT_ROOT = Path(__file__).resolve().parent.parent
+_PACKAGE_DIR = Path(__file__).resolve().parent
+
+
+def _in_checkout(folder: Path) -> bool:
+    return (folder / "pyproject.toml").is_file() and (folder / "migrations").is_dir()
+
+
+# The project's folders (migrations/, sources/, tables/, data/seed.sql, data/reference/) live at the top of the
+# checkout, which is where a clone or an editable install finds them. A wheel ships the same folders inside the
+# package, as tpsdb/_bundled/ (mapped in pyproject.toml), laid out the same way. They stay files on disk: Alembic
+# needs a real folder.
+IN_CHECKOUT = _in_checkout(_PACKAGE_DIR.parent)
+PROJECT_ROOT = _PACKAGE_DIR.parent if IN_CHECKOUT else _PACKAGE_DIR / "_bundled"
 DATA_DIR = PROJECT_ROOT / "data"
 SOURCES_DIR = PROJECT_ROOT / "sources"
 MIGRATIONS_DIR = PROJECT_ROOT / "migrations"
 SEED_SQL = DATA_DIR / "seed.sql"
+REFERENCE_DIR = DATA_DIR / "reference"
 TABLES_DIR = PROJECT_ROOT / "tables"
-DEFAULT_DB_PATH = DATA_DIR / "tpsdb.sqlite"
+# The checkout keeps its database under data/; an installed tpsdb has no folder of its own to write in (its package
+# folder may be read-only or shared), so its default is tpsdb.sqlite in the current folder, like git's or make's
+# files: `tpsdb init` in an empty folder makes a database there.
+DEFAULT_DB_PATH = DATA_DIR / "tpsdb.sqlite" if IN_CHECKOUT else Path("tpsdb.sqlite")
 
 
 def database_url(explicit: str | None = None) -> str:
-    """`--db` wins, then TPSDB_DATABASE_URL, then the SQLite file under data/. A bare path means SQLite."""
+    """`--db` wins, then TPSDB_DATABASE_URL, then DEFAULT_DB_PATH (data/tpsdb.sqlite in a checkout, ./tpsdb.sqlite
+    installed). A bare path means SQLite."""
     url = explicit or os.environ.get("TPSDB_DATABASE_URL") or str(DEFAULT_DB_PATH)
     if "://" not in url:
         from sqlalchemy.engine import URL

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from sqlalchemy import update
-from sqlmodel import Session, select
+from sqlmodel import Session, col, select
 
 from .collect import llamabench as lb
 from .collect.extract import Candidate, PostContext, extract_text, model_name
@@ -251,15 +251,15 @@ def supersede_relayed(session: Session, permalinks: list[str] | None = None) -> 
     before. Returns the number of relayed measurements superseded."""
     posts = select(Post.permalink, Post.id).where(Post.status == Status.active)
     if permalinks is not None:
-        posts = posts.where(Post.permalink.in_(permalinks))
+        posts = posts.where(col(Post.permalink).in_(permalinks))
     superseded = 0
     for permalink, post_id in session.exec(posts).all():
         relayed = session.exec(select(Measurement).where(
             Measurement.source_url == permalink, Measurement.post_id.is_(None), Measurement.via_title.is_not(None),
             Measurement.status == Status.active).order_by(Measurement.id)).all()
-        direct = session.exec(select(Measurement).where(
+        direct = list(session.exec(select(Measurement).where(
             Measurement.post_id == post_id, Measurement.status == Status.active,
-            Measurement.supersedes_id.is_(None)).order_by(Measurement.id)).all()
+            Measurement.supersedes_id.is_(None)).order_by(Measurement.id)).all())
         for old in relayed:
             twin = next((m for m in direct if all(getattr(m, c) == getattr(old, c) for c in _MATCH)), None)
             if twin is not None:
@@ -271,7 +271,7 @@ def supersede_relayed(session: Session, permalinks: list[str] | None = None) -> 
             superseded += 1
         session.execute(update(Rejection).where(
             Rejection.source_url == permalink, Rejection.post_id.is_(None), Rejection.status == Status.active,
-            Rejection.candidate_json.like('%"via":{%')  # canonical JSON: a relayed candidate's via is an object
+            col(Rejection.candidate_json).like('%"via":{%')  # canonical JSON: a relayed candidate's via is an object
         ).values(status=Status.superseded), execution_options={"synchronize_session": False})
     session.flush()
     return superseded

@@ -25,10 +25,16 @@ from sqlmodel import Session, select
 from . import config
 from .collect.completeness import Completeness, IncompleteRead
 from .collect.extract import PostContext, extract_post
-from .collect.github import PageFormatError, canonical_url, fetch_discussion_graphql, fetch_discussion_html
+from .collect.github import (
+    PageFormatError,
+    canonical_url,
+    fetch_discussion_graphql,
+    fetch_discussion_html,
+    read_graphql_thread,
+    read_html_thread,
+)
 from .collect.github import Post as FetchedPost
-from .collect.github import read_graphql_thread, read_html_thread
-from .collect.http import Cached, FetchError, Fetched, PoliteSession, redact
+from .collect.http import Cached, Fetched, FetchError, PoliteSession, redact
 from .models import Measurement, Post, RefreshRun, Rejection, Snapshot, Source, Status
 from .peers import supersede_relayed
 from .sources import SourceSpec

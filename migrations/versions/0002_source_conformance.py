@@ -6,7 +6,6 @@ Create Date: 2026-12-01 12:00:00
 """
 from alembic import op
 
-
 revision = '0002'
 down_revision = '0001'
 branch_labels = None

@@ -167,9 +167,9 @@ def _sql_values(text: str, position: int) -> tuple[list, int]:
             if not token:  # a blank that is not a space, tab or line end
                 position += 1
                 continue
-            token = token[0]
-            values.append(None if token.upper() == "NULL" else token)
-            position += len(token)
+            word = token[0]
+            values.append(None if word.upper() == "NULL" else word)
+            position += len(word)
 
 
 # ------------------------------------------------------------------------------------------------- records
