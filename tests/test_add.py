@@ -3,6 +3,7 @@ changed under a running add, facts that conflict with stored ones, two adds at o
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import faulthandler
 import json
@@ -189,8 +190,10 @@ def test_d11_hardware_facts_fill_empty_fields_and_a_conflict_is_refused(tmp_path
 
 def test_d11_a_record_fills_a_seeded_model_without_params_and_export_round_trips(tmp_path, record):
     seeded = tmp_path / "seeded.sqlite"
-    run_cli("init", db=seeded)  # the seed holds Llama 2 7B with its file sizes, without a parameter count
-    assert rows(seeded, "select params_b from model where name = 'Llama 2 7B'") == [(None,)]
+    run_cli("init", db=seeded)
+    with contextlib.closing(sqlite3.connect(seeded)) as conn:  # a model stored without its parameter count
+        conn.execute("UPDATE model SET params_b = NULL WHERE name = 'Llama 2 7B'")
+        conn.commit()
     record["model"] = {"name": "Llama 2 7B", "params_b": 6.74, "file_size_gb": 3.79}
     record["quantization"] = "Q4_0"
     record["tokens_per_second"] = 72.5

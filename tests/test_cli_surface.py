@@ -178,9 +178,9 @@ def test_validate_reports_every_bad_line_from_1_and_goes_on(tmp_path, empty_db, 
                                           f"{path}:6: software.version: missing"]
     errors = result.stderr.splitlines()
     assert errors[:3] == [f"error: {path}:2: not JSON (Expecting property name enclosed in double quotes)",
-                          f"error: {path}:5: not a record (a JSON object)",
+                          f"error: {path}:5: not a JSON object",
                           f"error: {path}:7: not JSON (Expecting ',' delimiter)"] or \
-        [e.split(" (")[0] for e in errors[:3]] == [f"error: {path}:2: not JSON", f"error: {path}:5: not a record",
+        [e.split(" (")[0] for e in errors[:3]] == [f"error: {path}:2: not JSON", f"error: {path}:5: not a JSON object",
                                                    f"error: {path}:7: not JSON"]
     assert errors[-1] == "1 accepted, 2 rejected; 3 unreadable (lines or files)"
     # add refuses the file whole (one transaction), at its first unreadable line

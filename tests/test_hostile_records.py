@@ -206,10 +206,10 @@ CASES = {
     "69 terminal escape in a name": (changed(lambda r: r["model"].update(name="gpt-oss \x1b]0;pwned\x07")),
                                      refused("model.name")),
     # D21: a JSON value that is not an object is no record: an error, not a rejection row
-    "4 the number 42": (("file", "42\n"), error("[0]: not a JSON object")),
-    "4 a string": (("file", '"a string"\n'), error("[0]: not a JSON object")),
-    "4 null": (("file", "null\n"), error("[0]: not a JSON object")),
-    "4 a list in a list": (("file", json.dumps([[VALID_RECORD]])), error("[0]: not a JSON object")),
+    "4 the number 42": (("file", "42\n"), error("[1]: not a JSON object")),
+    "4 a string": (("file", '"a string"\n'), error("[1]: not a JSON object")),
+    "4 null": (("file", "null\n"), error("[1]: not a JSON object")),
+    "4 a list in a list": (("file", json.dumps([[VALID_RECORD]])), error("[1]: not a JSON object")),
     "4 a JSONL line 42": (("file", json.dumps(VALID_RECORD) + "\n42\n"), error(":2: not a JSON object")),
 }
 

@@ -78,8 +78,8 @@ def test_d3_d13_i13_i16_numbers_no_column_holds_are_rejections_never_stored(tmp_
     path = tmp_path / "bad.jsonl"
     path.write_text("".join(json.dumps({**row, **change}) + "\n" for change in changes), encoding="utf-8")
     result = run_cli("ingest", str(path), "--source-url", "https://example.org/bad", db=empty_db, check=False)
-    assert result.returncode == 0 and "Traceback" not in result.stderr, result.stderr
-    assert result.stdout.startswith(f"0 measurements added, 0 already stored; {len(changes)} rejections added")
+    assert result.returncode == 1 and "Traceback" not in result.stderr, result.stderr
+    assert result.stdout.splitlines()[-1].startswith(f"0 measurements added, 0 already stored; {len(changes)} rejections added")
     stored = rows(empty_db, "select reasons, candidate_json from rejection")
     assert len(stored) == len(changes)
     assert not any(word in r["candidate_json"] for r in stored for word in ("Infinity", "NaN"))
@@ -95,5 +95,5 @@ def test_d22_i17_unterminated_sql_string_is_one_error_line_naming_file_and_line(
     result = run_cli("ingest", str(path), "--source-url", "https://example.org/cut", db=empty_db, check=False)
     line = path.read_text(encoding="utf-8").count("\n") + 1
     assert result.returncode == 2
-    assert result.stderr == f"error: {path}: line {line}: SQL string opened here is never closed\n"
+    assert result.stderr == f"error: {path}: line {line}: SQL string opened here is never closed; nothing was stored\n"
     assert rows(empty_db, "select count(*) n from snapshot") == [{"n": 0}]

@@ -63,7 +63,7 @@ def test_seed_versions_table_says_its_order_is_unknown(tmp_path):
 # ----------------------------------------------------------------------------------------- 5. the importer
 def test_tokatlas_slice_exact_counts_and_reasons(empty_db, tmp_path):
     result = import_file(empty_db, tokatlas_slice(tmp_path))
-    assert result.exit_code == 0, result.output
+    assert result.exit_code == 1, result.output
     assert "8 records, 13 figures (3 records read with their thread's protocol)" in result.output
     assert "1 ids occur twice, both records kept (slot ~2): lc-disc-4167-c18631101-code-off" in result.output
     assert "6 measurements added, 0 already stored; 7 rejections added, 0 already stored" in result.output
@@ -109,7 +109,7 @@ def test_tokatlas_model_label_maps_through_the_protocol_alias_only_with_its_para
     with_params = next(r for r in data["records"] if r["params"] == "6.74B" and "4167#" in r["source_url"])
     path = tmp_path / "one.json"
     path.write_text(json.dumps({"records": [with_params, data["records"][1129]]}))
-    assert import_file(empty_db, path).exit_code == 0
+    assert import_file(empty_db, path).exit_code == 1
     models = [json.loads(r["candidate_json"])["model"]["name"]
               for r in rows(empty_db, "SELECT candidate_json FROM rejection ORDER BY id")]
     assert models[0] == "Llama 2 7B" and models[-1] == "llama 7B"  # 15013 row: no params, no alias
@@ -152,8 +152,8 @@ def test_direct_reading_supersedes_the_relayed_figure_with_history(tmp_path):
 
 # ------------------------------------------------------------------------------------------ 6. conformance
 def test_conformance_view_and_table_per_source(empty_db, tmp_path):
-    assert import_file(empty_db, tokatlas_slice(tmp_path)).exit_code == 0
-    run_cli("add", str(ROOT / "data" / "curated" / "article.jsonl"), db=empty_db)
+    assert import_file(empty_db, tokatlas_slice(tmp_path)).exit_code == 1
+    assert run_cli("add", str(ROOT / "data" / "curated" / "article.jsonl"), db=empty_db, check=False).returncode == 1
     view = {(r["relayed_by"], r["source_url"]): r for r in rows(empty_db, "SELECT * FROM source_conformance")}
     op = view[("tokatlas", OP_4167)]
     assert (op["figures_read"], op["accepted"], op["rejected"]) == (8, 6, 2)
