@@ -139,7 +139,8 @@ def reference(
         try:
             for path in files:
                 counts, replaced = load_reference(session, path, replace=replace)
-                typer.echo(f"{path}: {counts['hardware']} hardware, {counts['model_file']} model files", err=True)
+                typer.echo(f"{path}: {counts['hardware']} hardware, {counts['model_file']} model files, "
+                           f"{counts['model']} models", err=True)
                 for change in replaced:
                     typer.echo(f"{path}: replaced {change}", err=True)
         except ReferenceError as error:
