@@ -49,11 +49,13 @@ _name = ""
 _data: bytes | mmap.mmap = b""  # a JSONL file
 _items: list | None = None  # or the items of a JSON document
 _bandwidths: dict[str, float] = {}
+_models: dict = {}  # model name -> record.ModelFacts, for the ceiling check of a mixture of experts
 
 
-def _load(name: str, data: bytes | mmap.mmap, items: list | None, bandwidths: dict[str, float]) -> None:
-    global _name, _data, _items, _bandwidths
-    _name, _data, _items, _bandwidths = name, data, items, bandwidths
+def _load(name: str, data: bytes | mmap.mmap, items: list | None, bandwidths: dict[str, float],
+          models: dict | None = None) -> None:
+    global _name, _data, _items, _bandwidths, _models
+    _name, _data, _items, _bandwidths, _models = name, data, items, bandwidths, models or {}
 
 
 def _start_worker(parent: int, *what_to_read) -> None:
@@ -90,7 +92,8 @@ def _prepare_range(start: int, stop: int) -> list[tuple]:
                     json.loads(line)
                     why = _NOT_A_RECORD
                 else:
-                    prepared.append(prepare_json(line, bandwidth_of=_bandwidths.get, today=today))
+                    prepared.append(prepare_json(line, bandwidth_of=_bandwidths.get, model_of=_models.get,
+                                                 today=today))
                     continue
             except (ValueError, RecursionError) as error:
                 why = _unreadable(error)
@@ -101,7 +104,7 @@ def _prepare_range(start: int, stop: int) -> list[tuple]:
             if not isinstance(candidate, dict):
                 raise RecordFileError(f"{_name}[{index}]: {_NOT_A_RECORD}")
             try:
-                prepared.append(prepare(candidate, bandwidth_of=_bandwidths.get, today=today))
+                prepared.append(prepare(candidate, bandwidth_of=_bandwidths.get, model_of=_models.get, today=today))
             except RecursionError:  # storing the candidate as given, in a rejection row
                 raise RecordFileError(f"{_name}[{index}]: {_TOO_DEEP}") from None
     shared: dict[tuple, tuple] = {}
@@ -204,7 +207,8 @@ def _line_ranges(data: bytes | mmap.mmap, start: int) -> list[tuple[int, int]]:
     return ranges
 
 
-def prepared_records(name: str, data: bytes | mmap.mmap, bandwidths: dict[str, float]) -> Iterator[Prepared]:
+def prepared_records(name: str, data: bytes | mmap.mmap, bandwidths: dict[str, float],
+                     models: dict | None = None) -> Iterator[Prepared]:
     """Every record of a JSON or JSONL file, validated, in file order (worker processes for large files).
 
     The one reader of record files (`add` and `validate`): one JSON value (an object or a list), else JSONL,
@@ -218,7 +222,7 @@ def prepared_records(name: str, data: bytes | mmap.mmap, bandwidths: dict[str, f
     else:
         ranges = [(start, min(start + RANGE_ITEMS, len(items))) for start in range(0, len(items), RANGE_ITEMS)]
     if len(data) < PARALLEL_MIN_BYTES or (os.cpu_count() or 1) < 2:
-        _load(name, data, items, bandwidths)
+        _load(name, data, items, bandwidths, models)
         yield from map(Prepared._make, chain.from_iterable(_prepare_range(*r) for r in ranges))
         return
     fork = "fork" in multiprocessing.get_all_start_methods()
@@ -226,7 +230,7 @@ def prepared_records(name: str, data: bytes | mmap.mmap, bandwidths: dict[str, f
     shared = data if fork or isinstance(data, bytes) else data[:]  # a map is inherited by fork, never pickled
     try:
         with ProcessPoolExecutor(max_workers=WORKERS, mp_context=context, initializer=_start_worker,
-                                 initargs=(os.getpid(), name, shared, items, bandwidths)) as pool:
+                                 initargs=(os.getpid(), name, shared, items, bandwidths, models)) as pool:
             yield from map(Prepared._make, chain.from_iterable(_in_order(pool, ranges)))
     except BrokenProcessPool:
         # A worker died: reading a mapped file that was truncated meanwhile ends it with SIGBUS.

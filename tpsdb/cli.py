@@ -28,7 +28,7 @@ from .record import RecordFileError, Via
 from .reference import ReferenceError, load_reference
 from .bulk import mapped, prepared_records
 from .output import os_error_text, spreadsheet_safe, write_atomic
-from .store import Busy, Prepared, Store, iter_measurement_records, iter_rejections, lock_for_writing
+from .store import Busy, Prepared, Store, iter_measurement_records, iter_rejections, lock_for_writing, model_facts
 
 app = typer.Typer(
     help="tpsdb: LLM inference speed figures (tokens/s) kept with their six conditions and their provenance.",
@@ -37,13 +37,13 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
-def records_of(path: Path, bandwidths: dict[str, float]) -> Iterator[Prepared]:
+def records_of(path: Path, bandwidths: dict[str, float], models: dict | None = None) -> Iterator[Prepared]:
     """The records of one file (`-`: standard input), validated (see tpsdb.bulk); an unreadable file is a clear
     error, a file without records a warning."""
     count = 0
     try:
         with mapped(path) as data:
-            for count, prepared in enumerate(prepared_records(str(path), data, bandwidths), 1):
+            for count, prepared in enumerate(prepared_records(str(path), data, bandwidths, models), 1):
                 yield prepared
     except OSError as error:
         fail(f"{path}: {error.strerror}")
@@ -164,11 +164,11 @@ def validate_cmd(
 
     Exit status: 0 when every record is accepted, 1 when any is rejected, 2 on unreadable input.
     """
-    bandwidths = _reference_bandwidths(db_url) or {}
+    bandwidths, models = _reference_bandwidths(db_url) or ({}, {})
     rejected = total = 0
     try:
         for path in files:
-            for index, prepared in enumerate(records_of(path, bandwidths)):
+            for index, prepared in enumerate(records_of(path, bandwidths, models)):
                 total += 1
                 if prepared.reasons:
                     rejected += 1
@@ -179,8 +179,9 @@ def validate_cmd(
     raise typer.Exit(1 if rejected else 0)
 
 
-def _reference_bandwidths(db_url: str | None) -> dict[str, float] | None:
-    """Hardware name -> bandwidth from an existing database (never creates one); None when there is none."""
+def _reference_bandwidths(db_url: str | None) -> tuple[dict, dict] | None:
+    """Hardware name -> bandwidth and model name -> facts from an existing database (never creates one); None when
+    there is none."""
     url = config.database_url(db_url)
     path = db.sqlite_path(url)
     if url.startswith("sqlite") and not (path and Path(path).exists()):
@@ -191,7 +192,12 @@ def _reference_bandwidths(db_url: str | None) -> dict[str, float] | None:
     except db.DatabaseError:
         return None
     with Session(engine) as session:
-        return _bandwidths(session)
+        return _bandwidths(session), _models(session)
+
+
+def _models(session: Session) -> dict:
+    """Model name -> the facts the ceiling check of a mixture of experts needs (record.ModelFacts)."""
+    return {row.name: model_facts(row) for row in session.exec(select(Model))}
 
 
 def _bandwidths(session: Session) -> dict[str, float]:
@@ -222,13 +228,13 @@ def add(
         except Busy as error:
             fail(f"{_shown(engine)}: {error}", code=3)
         store = Store(session)
-        bandwidths = _bandwidths(session)
+        bandwidths, models = _bandwidths(session), _models(session)
         # Records and rows hold no reference cycles; the cyclic GC would only rescan every object a bulk add
         # creates, over and over (measured: more than half the time of a 100,000-record add).
         gc.disable()
         try:
             for path in files:
-                for index, prepared in enumerate(records_of(path, bandwidths), 1):
+                for index, prepared in enumerate(records_of(path, bandwidths, models), 1):
                     result = store.put_prepared(prepared)
                     counts[result.outcome] += 1
                     if result.reasons:  # as validate prints them, with the reasons only the database knows

@@ -4,7 +4,7 @@ files (sizes with their source) and models (a mixture of experts' active paramet
 A bandwidth has a kind (models.BandwidthKind): `vendor` (the maker's page: bandwidth_source_url and bandwidth_quote),
 `relayed` (a publication gives the maker's value: bandwidth_via_title and bandwidth_via_quote, and
 bandwidth_source_title naming the maker's document where it does) or `stated` (a source that is not the maker:
-bandwidth_source_url and bandwidth_quote). Each kind must carry its citation.
+bandwidth_source_url and bandwidth_quote). Each kind must carry its citation (a page's URL at least).
 
 Each entry is checked as a record is: unknown keys, types, finite positive numbers, http(s) URLs, parameters in
 billions and plausible file sizes (the record's own checks). An entry fills what the database leaves empty; a
@@ -91,8 +91,10 @@ class HardwareEntry(_Entry):
             return []
         kind = self.kind
         needs = (("bandwidth_via_title", "bandwidth_via_quote") if kind == BandwidthKind.relayed
-                 else ("bandwidth_source_url", "bandwidth_quote"))
-        return [f"{key}: missing (a {kind} bandwidth needs it)" for key in needs if not getattr(self, key)]
+                 else ("bandwidth_source_url",))
+        why = ("a relayed bandwidth needs the publication that relays it and its words" if kind == BandwidthKind.relayed
+               else "a bandwidth needs the page that states it")
+        return [f"{key}: missing ({why})" for key in needs if not getattr(self, key)]
 
     @property
     def kind(self) -> str:
