@@ -25,7 +25,7 @@ def test_the_revision_every_command_expects_is_the_newest_migration(tmp_path):
 
 
 @pytest.mark.parametrize("revision, message", [
-    ("0099", "database is at revision 0099, newer than this tpsdb (0001): upgrade tpsdb"),
+    ("0099", "database is at revision 0099, newer than this tpsdb (0003): upgrade tpsdb"),
     ("0000", "database is at revision '0000', which no tpsdb migration made"),
 ])
 def test_d13_a_database_at_another_revision_is_refused_with_the_fix(tmp_path, revision, message):

@@ -105,18 +105,11 @@ JOIN source src ON src.id = m.source_id
 LEFT JOIN post p ON p.id = m.post_id
 """
 
-_HARDWARE_COLUMNS = (
-    sa.Column('bandwidth_kind', sa.String(), nullable=True),
-    sa.Column('bandwidth_source_title', sa.String(), nullable=True),
-    sa.Column('bandwidth_via_title', sa.String(), nullable=True),
-    sa.Column('bandwidth_via_url', sa.String(), nullable=True),
-    sa.Column('bandwidth_via_quote', sa.Text(), nullable=True),
-)
-_MODEL_COLUMNS = (
-    sa.Column('mixture_of_experts', sa.Boolean(), nullable=True),
-    sa.Column('active_params_source_url', sa.String(), nullable=True),
-    sa.Column('active_params_quote', sa.Text(), nullable=True),
-)
+_HARDWARE_COLUMNS = (('bandwidth_kind', sa.String), ('bandwidth_source_title', sa.String),
+                     ('bandwidth_via_title', sa.String), ('bandwidth_via_url', sa.String),
+                     ('bandwidth_via_quote', sa.Text))
+_MODEL_COLUMNS = (('mixture_of_experts', sa.Boolean), ('active_params_source_url', sa.String),
+                  ('active_params_quote', sa.Text))
 _KIND_CHECK = "bandwidth_kind IS NULL OR bandwidth_kind IN ('vendor', 'relayed', 'stated')"
 
 
@@ -133,12 +126,12 @@ def _old_view():
 def upgrade() -> None:
     op.execute("DROP VIEW IF EXISTS measurement_full")
     with op.batch_alter_table('hardware', schema=None) as batch_op:
-        for column in _HARDWARE_COLUMNS:
-            batch_op.add_column(column.copy())
+        for name, kind in _HARDWARE_COLUMNS:
+            batch_op.add_column(sa.Column(name, kind(), nullable=True))
         batch_op.create_check_constraint('ck_hardware_bandwidth_kind', _KIND_CHECK)
     with op.batch_alter_table('model', schema=None) as batch_op:
-        for column in _MODEL_COLUMNS:
-            batch_op.add_column(column.copy())
+        for name, kind in _MODEL_COLUMNS:
+            batch_op.add_column(sa.Column(name, kind(), nullable=True))
     with op.batch_alter_table('model_file', schema=None) as batch_op:
         batch_op.add_column(sa.Column('size_quote', sa.Text(), nullable=True))
     # Until now a hardware bandwidth was recorded only from the maker's page.
@@ -151,10 +144,10 @@ def downgrade() -> None:
     with op.batch_alter_table('model_file', schema=None) as batch_op:
         batch_op.drop_column('size_quote')
     with op.batch_alter_table('model', schema=None) as batch_op:
-        for column in reversed(_MODEL_COLUMNS):
-            batch_op.drop_column(column.name)
+        for name, _ in reversed(_MODEL_COLUMNS):
+            batch_op.drop_column(name)
     with op.batch_alter_table('hardware', schema=None) as batch_op:
         batch_op.drop_constraint('ck_hardware_bandwidth_kind', type_='check')
-        for column in reversed(_HARDWARE_COLUMNS):
-            batch_op.drop_column(column.name)
+        for name, _ in reversed(_HARDWARE_COLUMNS):
+            batch_op.drop_column(name)
     op.execute(_old_view())

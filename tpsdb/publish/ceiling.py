@@ -31,7 +31,7 @@ from sqlmodel import Session, select
 
 from ..models import Hardware, Measurement, Model, ModelFile, Status
 from ..record import ModelFacts, active_share, ceiling_tokens_per_second, named_quantization, read_share
-from .tables import fmt_number as _n
+from .tables import bandwidth_citation, fmt_number as _n
 
 
 class CeilingError(ValueError):
@@ -171,28 +171,6 @@ def _bandwidth(session: Session, machine: Hardware) -> dict | None:
     value, url, quote = stated[0]
     return {"gbs": value, "kind": "stated", "url": url, "quote": quote, "title": None, "via_title": None,
             "via_quote": None}
-
-
-KIND_TEXT = {
-    "vendor": "vendor: stated by the maker's page",
-    "relayed": "relayed: the maker's value as a publication gives it (no maker's page stored)",
-    "stated": "stated by a source that is not the maker",
-}
-
-
-def bandwidth_citation(kind: str | None, url: str | None, quote: str | None, title: str | None = None,
-                       via_title: str | None = None, via_quote: str | None = None) -> str:
-    """One line saying which kind a bandwidth is and citing its source (its page, or the publication relaying it)."""
-    parts = [KIND_TEXT.get(kind or "vendor", kind or "")]
-    if title:
-        parts.append(f"document: {title}")
-    if url:
-        parts.append(f"source: {url}")
-    if quote:
-        parts.append(f'"{quote}"')
-    if via_title:
-        parts.append(f"via: {via_title}" + (f', "{via_quote}"' if via_quote else ""))
-    return "; ".join(parts)
 
 
 def format_text(results: list[Ceiling]) -> str:
