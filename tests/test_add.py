@@ -196,8 +196,8 @@ def test_d11_a_record_fills_a_seeded_model_without_params_and_export_round_trips
         conn.commit()
     record["model"] = {"name": "Llama 2 7B", "params_b": 6.74, "file_size_gb": 3.79}
     record["quantization"] = "Q4_0"
-    record["tokens_per_second"] = 72.5
-    record["source"]["quote"] = "| llama 7B Q4_0 | 3.56 GiB | 6.74 B | CUDA | 99 | tg32 | 72.50 ± 0.5 |"
+    record["tokens_per_second"] = 57.5
+    record["source"]["quote"] = "| llama 7B Q4_0 | 3.56 GiB | 6.74 B | CUDA | 99 | tg32 | 57.50 ± 0.5 |"
     assert tpsdb("add", str(write_jsonl(tmp_path / "one.jsonl", [record])), "--db", str(seeded)).exit_code == 0
     assert rows(seeded, "select params_b from model where name = 'Llama 2 7B'") == [(6.74,)]
     first = tpsdb("export", "--db", str(seeded)).stdout

@@ -376,7 +376,8 @@ def test_footnotes_in_every_format(tmp_path):
     md = render_markdown(table)
     assert "57.12[^t-machines-2]" in md
     assert f"[^t-machines-2]: [{url}](<{url}>) · retrieved 2026-09-06 · published 2025-01-01" in md
-    assert "[^t-machines-1]: [Memory bandwidth of NVIDIA DGX Spark](<https://vendor.example/dgx-spec>)" in md
+    assert ("[^t-machines-1]: [Memory bandwidth of NVIDIA DGX Spark: 273 GB/s, vendor: stated by the maker's page]"
+            "(<https://vendor.example/dgx-spec>)") in md
     html = render_html(table)
     assert '<a href="#t-machines-fn-2">2</a>' in html and '<li id="t-machines-fn-2" value="2">' in html
     assert f'<a href="{url}">' in html and "retrieved 2026-09-06" in html

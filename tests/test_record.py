@@ -113,7 +113,9 @@ class TestCeiling:
         record["quantization"] = "Q4_0"
         record["tokens_per_second"] = 80.0
         record["source"]["quote"] = "| llama 7B Q4_0 | tg128 | 80.00 ± 0.1 |"
-        assert validate(record).reasons == ["tokens_per_second: above_ceiling"]
+        assert validate(record).reasons == ["tokens_per_second: above_ceiling: 80 > 72.03, the maximum computed from "
+                                            "273 GB/s ÷ 3.79 GB read per token (dense: the whole file); for a mixture "
+                                            "of experts set model.active_params_b"]
         record["tokens_per_second"] = 57.0
         record["source"]["quote"] = "| llama 7B Q4_0 | tg128 | 57.00 ± 0.1 |"
         assert validate(record).accepted
@@ -124,7 +126,8 @@ class TestCeiling:
         record["tokens_per_second"] = 80.0
         record["source"]["quote"] = "80.0"
         lookup = {"NVIDIA DGX Spark": 273.0}.get
-        assert validate(record, bandwidth_of=lookup).reasons == ["tokens_per_second: above_ceiling"]
+        [reason] = validate(record, bandwidth_of=lookup).reasons
+        assert reason.startswith("tokens_per_second: above_ceiling: 80 > 72.03, the maximum computed from 273 GB/s")
         assert validate(record, bandwidth_of=lambda name: None).accepted  # unknown bandwidth: no verdict
 
     def test_aggregate_figures_are_not_held_to_the_single_user_ceiling(self, record):

@@ -49,11 +49,13 @@ _name = ""
 _data: bytes | mmap.mmap = b""  # a JSONL file
 _items: list | None = None  # or the items of a JSON document
 _bandwidths: dict[str, float] = {}
+_models: dict = {}  # model name -> record.ModelFacts, for the ceiling check of a mixture of experts
 
 
-def _load(name: str, data: bytes | mmap.mmap, items: list | None, bandwidths: dict[str, float]) -> None:
-    global _name, _data, _items, _bandwidths
-    _name, _data, _items, _bandwidths = name, data, items, bandwidths
+def _load(name: str, data: bytes | mmap.mmap, items: list | None, bandwidths: dict[str, float],
+          models: dict | None = None) -> None:
+    global _name, _data, _items, _bandwidths, _models
+    _name, _data, _items, _bandwidths, _models = name, data, items, bandwidths, models or {}
 
 
 def _start_worker(parent: int, *what_to_read) -> None:
@@ -93,7 +95,8 @@ def _prepare_range(start: int, stop: int) -> tuple[list[tuple], int]:
                     json.loads(line)
                     prepared.append((None, _NOT_A_RECORD, None, None, offset))
                     continue
-                key, reasons, columns, refs = prepare_json(line, bandwidth_of=_bandwidths.get, today=today)
+                key, reasons, columns, refs = prepare_json(line, bandwidth_of=_bandwidths.get, model_of=_models.get,
+                                                           today=today)
             except (ValueError, RecursionError) as error:  # not JSON, not UTF-8, too deep, a number too long
                 prepared.append((None, _unreadable(error), None, None, offset))
                 continue
@@ -105,7 +108,8 @@ def _prepare_range(start: int, stop: int) -> tuple[list[tuple], int]:
                 prepared.append((None, _NOT_A_RECORD, None, None, index))
                 continue
             try:
-                prepared.append((*prepare(candidate, bandwidth_of=_bandwidths.get, today=today), index))
+                prepared.append((*prepare(candidate, bandwidth_of=_bandwidths.get, model_of=_models.get, today=today),
+                                 index))
             except RecursionError:  # the candidate, kept whole in a rejection row, would be too deep to store
                 prepared.append((None, _TOO_DEEP, None, None, index))
         line_count = 0
@@ -234,7 +238,8 @@ class Read(NamedTuple):
         return f"{self.name}:{self.line}" if self.line else f"{self.name}[{self.item}]"
 
 
-def read_records(name: str, data: bytes | mmap.mmap, bandwidths: dict[str, float]) -> Iterator[Read]:
+def read_records(name: str, data: bytes | mmap.mmap, bandwidths: dict[str, float],
+                 models: dict | None = None) -> Iterator[Read]:
     """Every record of a JSON or JSONL file, validated, in file order (worker processes for large files), with
     its place. A line or item that is not a record is read too (prepared None), so that `validate` reports them
     all; a file that is one broken JSON document raises RecordFileError.
@@ -249,7 +254,7 @@ def read_records(name: str, data: bytes | mmap.mmap, bandwidths: dict[str, float
     else:
         ranges = [(start, min(start + RANGE_ITEMS, len(items))) for start in range(0, len(items), RANGE_ITEMS)]
     if len(data) < PARALLEL_MIN_BYTES or (os.cpu_count() or 1) < 2:
-        _load(name, data, items, bandwidths)
+        _load(name, data, items, bandwidths, models)
         yield from _numbered(name, items is None, (_prepare_range(*r) for r in ranges))
         return
     fork = "fork" in multiprocessing.get_all_start_methods()
@@ -257,7 +262,7 @@ def read_records(name: str, data: bytes | mmap.mmap, bandwidths: dict[str, float
     shared = data if fork or isinstance(data, bytes) else data[:]  # a map is inherited by fork, never pickled
     try:
         with ProcessPoolExecutor(max_workers=WORKERS, mp_context=context, initializer=_start_worker,
-                                 initargs=(os.getpid(), name, shared, items, bandwidths)) as pool:
+                                 initargs=(os.getpid(), name, shared, items, bandwidths, models)) as pool:
             yield from _numbered(name, items is None, _in_order(pool, ranges))
     except BrokenProcessPool:
         # A worker died: reading a mapped file that was truncated meanwhile ends it with SIGBUS.
@@ -276,10 +281,11 @@ def _numbered(name: str, jsonl: bool, results) -> Iterator[Read]:
         first_line += line_count
 
 
-def prepared_records(name: str, data: bytes | mmap.mmap, bandwidths: dict[str, float]) -> Iterator[Prepared]:
+def prepared_records(name: str, data: bytes | mmap.mmap, bandwidths: dict[str, float],
+                     models: dict | None = None) -> Iterator[Prepared]:
     """The records of a file, validated; the first line or item that is not a record refuses the whole file
     (RecordFileError naming it), as `add` needs: it stores all of a file or nothing."""
-    for read in read_records(name, data, bandwidths):
+    for read in read_records(name, data, bandwidths, models):
         if read.prepared is None:
             raise RecordFileError(f"{read.where}: {read.unreadable}")
         yield read.prepared

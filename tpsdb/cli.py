@@ -23,7 +23,9 @@ from .cli_common import EXIT_CODES, DbOption, FilesArgument, TableOrJson, check_
 from .export import FORMATS as EXPORT_FORMATS, ExportError, export as export_records
 from .query import DEFAULT_LIMIT, DEFAULT_TIMEOUT, Limited, QueryError, render, run_readonly, write
 from .record import RecordFileError
-from .reference import ReferenceError, bandwidths as stored_bandwidths_of, load_reference, stored_bandwidths
+from .reference import ReferenceError, load_reference, stored_facts
+from .reference import bandwidths as stored_bandwidths_of
+from .reference import models as stored_models_of
 from .output import os_error_text, write_atomic
 from .store import Busy, Store, lock_for_writing
 from .summary import summary_text
@@ -38,13 +40,14 @@ app = typer.Typer(
 )
 
 
-def read_file(path: Path, bandwidths: dict[str, float], strict: bool = False) -> Iterator[Read]:
+def read_file(path: Path, bandwidths: dict[str, float], models: dict | None = None,
+              strict: bool = False) -> Iterator[Read]:
     """The records of one file (`-`: standard input) as read (see tpsdb.bulk.read_records); a file without
     records is a warning. Raises OSError and RecordFileError: strict, at the first line that is not a record (raised
     here, where the reader can tell a file changed under it)."""
     count = 0
     with mapped(path) as data:
-        for count, read in enumerate(read_records(str(path), data, bandwidths), 1):
+        for count, read in enumerate(read_records(str(path), data, bandwidths, models), 1):
             if strict and read.prepared is None:
                 raise RecordFileError(f"{read.where}: {read.unreadable}")
             yield read
@@ -146,7 +149,8 @@ def reference(
         try:
             for path in files:
                 counts, replaced = load_reference(session, path, replace=replace)
-                typer.echo(f"{path}: {counts['hardware']} hardware, {counts['model_file']} model files", err=True)
+                typer.echo(f"{path}: {counts['hardware']} hardware, {counts['model_file']} model files, "
+                           f"{counts['model']} models", err=True)
                 for change in replaced:
                     typer.echo(f"{path}: replaced {change}", err=True)
         except ReferenceError as error:
@@ -174,11 +178,11 @@ def validate_cmd(
 
     Exit status: 0 every record accepted, 1 some rejected, 2 a file or line could not be read.
     """
-    bandwidths = stored_bandwidths(db_url) or {}
+    bandwidths, models = stored_facts(db_url) or ({}, {})
     rejected = total = unreadable = 0
     for path in files:
         try:
-            for read in read_file(path, bandwidths):
+            for read in read_file(path, bandwidths, models):
                 if read.prepared is None:
                     unreadable += 1
                     typer.echo(f"error: {read.where}: {read.unreadable}", err=True)
@@ -226,13 +230,13 @@ def add(
         except Busy as error:
             fail(f"{_shown(engine)}: {error}", code=3)
         store = Store(session)
-        bandwidths = stored_bandwidths_of(session)
+        bandwidths, models = stored_bandwidths_of(session), stored_models_of(session)
         # Records and rows hold no reference cycles; the cyclic GC would only rescan every object a bulk add
         # creates, over and over (measured: more than half the time of a 100,000-record add).
         gc.disable()
         try:
             for path in files:
-                for index, read in enumerate(read_file(path, bandwidths, strict=True), 1):
+                for index, read in enumerate(read_file(path, bandwidths, models, strict=True), 1):
                     result = store.put_prepared(read.prepared)
                     counts[result.outcome] += 1
                     if result.reasons:  # as validate prints them, with the reasons only the database knows

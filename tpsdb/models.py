@@ -92,10 +92,23 @@ class Post(SQLModel, table=True):
     status: str = Field(default=Status.active, sa_column_kwargs={"server_default": "active"})
 
 
+class BandwidthKind(StrEnum):
+    """Who states a machine's memory bandwidth, in order of preference (a less preferred value never replaces a
+    more preferred one)."""
+
+    vendor = "vendor"  # the maker's own page, read by us
+    relayed = "relayed"  # a publication gives the maker's value and names the maker's document (kept as `via`)
+    stated = "stated"  # a source states it (a thread's post, a benchmark's table), not the maker
+
+
 class Hardware(SQLModel, table=True):
     """A machine or accelerator figures ran on, with its memory bandwidth and the page that states it."""
 
     __tablename__ = "hardware"
+    __table_args__ = (
+        CheckConstraint(f"bandwidth_kind IS NULL OR {_in('bandwidth_kind', BandwidthKind)}",
+                        name="ck_hardware_bandwidth_kind"),
+    )
     id: int | None = Field(default=None, primary_key=True)
     name: str = Field(unique=True)
     vendor: str | None = None
@@ -103,6 +116,11 @@ class Hardware(SQLModel, table=True):
     memory_bandwidth_gbs: float | None = None
     bandwidth_source_url: str | None = None
     bandwidth_quote: str | None = Field(default=None, sa_column=Column(Text))
+    bandwidth_kind: str | None = Field(default=None, description="vendor, relayed or stated (see BandwidthKind)")
+    bandwidth_source_title: str | None = Field(default=None, description="the document that states the bandwidth")
+    bandwidth_via_title: str | None = Field(default=None, description="relayed: the publication that relays it")
+    bandwidth_via_url: str | None = None
+    bandwidth_via_quote: str | None = Field(default=None, sa_column=Column(Text))
     gpu_cores: int | None = None
     notes: str | None = Field(default=None, sa_column=Column(Text))
 
@@ -115,6 +133,10 @@ class Model(SQLModel, table=True):
     name: str = Field(unique=True)
     params_b: float | None = Field(default=None, description="total parameters, billions")
     active_params_b: float | None = Field(default=None, description="parameters read per token (mixture of experts)")
+    mixture_of_experts: bool | None = Field(default=None, description="true: reads only its active parameters per "
+                                            "token; null: not known")
+    active_params_source_url: str | None = Field(default=None, description="the page that states active_params_b")
+    active_params_quote: str | None = Field(default=None, sa_column=Column(Text))
 
 
 class ModelFile(SQLModel, table=True):
@@ -127,6 +149,8 @@ class ModelFile(SQLModel, table=True):
     quantization: str = Field(index=True)
     size_bytes: int | None = Field(default=None, sa_type=BigInteger)  # files pass 2 GiB: int64 on PostgreSQL
     size_source_url: str | None = None
+    size_quote: str | None = Field(default=None, sa_column=Column(Text),
+                                   description="the reference's quote of the size: set for the cited file")
 
 
 class Software(SQLModel, table=True):

@@ -81,6 +81,14 @@ class Reason:
     not_finite = staticmethod(lambda field: f"{field}: not a finite number")
     above_ceiling = "tokens_per_second: above_ceiling"
 
+    @staticmethod
+    def above(value: float, ceiling: float, bandwidth: float, read_gb: float, share: float) -> str:
+        """above_ceiling with its numbers: the value, the maximum and the inputs it was computed from."""
+        read = f"{read_gb:g} GB read per token" + (f" ({share:.1%} of the file: mixture of experts)" if share < 1
+                                                    else " (dense: the whole file)")
+        return (f"{Reason.above_ceiling}: {value:g} > {ceiling:.2f}, the maximum computed from {bandwidth:g} GB/s "
+                f"÷ {read}" + ("" if share < 1 else "; for a mixture of experts set model.active_params_b"))
+
 
 @lru_cache(maxsize=1024)  # a file names a handful of formats, once per record
 def named_quantization(value: str) -> str | None:
@@ -223,10 +231,11 @@ _NOT_IN_IDENTITY = {"source": {"retrieved_at"}}
 
 @dataclass
 class Outcome:
-    """What validation says of one candidate: the normalized record, or why not."""
+    """What validation says of one candidate: the normalized record, or why not; `notes` say what was not checked."""
 
     record: Record | None = None
     reasons: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
 
     @property
     def accepted(self) -> bool:
@@ -235,6 +244,19 @@ class Outcome:
 
 # A lookup the validator may use for the ceiling check: hardware name -> memory bandwidth in GB/s, or None.
 BandwidthLookup = Callable[[str], float | None]
+
+
+@dataclass(frozen=True)
+class ModelFacts:
+    """What the database (the reference data) knows of a model, for the ceiling check."""
+
+    params_b: float | None = None
+    active_params_b: float | None = None
+    mixture_of_experts: bool | None = None
+
+
+# model name -> its stored facts, or None
+ModelLookup = Callable[[str], ModelFacts | None]
 
 
 # ------------------------------------------------------------------------------------------------------ units
@@ -438,6 +460,7 @@ def validate(
     data: Any,
     *,
     bandwidth_of: BandwidthLookup | None = None,
+    model_of: ModelLookup | None = None,
     today: date | None = None,
 ) -> Outcome:
     """Check one candidate against the record format and the six required fields."""
@@ -450,11 +473,11 @@ def validate(
         record = Record.model_validate({k: v for k, v in data.items() if k in TOP_LEVEL_KEYS})
     except ValidationError as error:
         return Outcome(reasons=reasons + _pydantic_reasons(error))
-    return check_record(record, reasons, bandwidth_of=bandwidth_of, today=today)
+    return check_record(record, reasons, bandwidth_of=bandwidth_of, model_of=model_of, today=today)
 
 
 def validate_well_formed_json(text: str | bytes, *, bandwidth_of: BandwidthLookup | None = None,
-                              today: date | None = None) -> Outcome | None:
+                              model_of: ModelLookup | None = None, today: date | None = None) -> Outcome | None:
     """validate() of a JSON text when it holds an accepted record; None otherwise (then use validate(json.loads)).
 
     Pydantic's JSON parser builds the record straight from the text, without the dict in between: the bulk path
@@ -469,13 +492,13 @@ def validate_well_formed_json(text: str | bytes, *, bandwidth_of: BandwidthLooku
         record = Record.__pydantic_validator__.validate_json(text)  # model_validate_json without its wrapper
     except ValidationError:
         return None
-    outcome = check_record(record, [], bandwidth_of=bandwidth_of, today=today)
+    outcome = check_record(record, [], bandwidth_of=bandwidth_of, model_of=model_of, today=today)
     # a refused record goes through validate() too: its reasons are those of the same record in a JSON list
     return outcome if outcome.accepted else None
 
 
 def check_record(record: Record, reasons: list[str], *, bandwidth_of: BandwidthLookup | None = None,
-                 today: date | None = None) -> Outcome:
+                 model_of: ModelLookup | None = None, today: date | None = None) -> Outcome:
     """The six required fields, units and plausibility, on a record whose structure pydantic has accepted."""
     today = today or datetime.now(timezone.utc).date()
     _check_names(record, reasons)
@@ -488,9 +511,10 @@ def check_record(record: Record, reasons: list[str], *, bandwidth_of: BandwidthL
     _check_concurrency(record, reasons)
     _check_nature(record, reasons)
     _check_value(record, reasons)
+    notes: list[str] = []
     if not reasons:
-        _check_ceiling(record, reasons, bandwidth_of)
-    return Outcome(record=None if reasons else record, reasons=reasons)
+        _check_ceiling(record, reasons, bandwidth_of, model_of, notes)
+    return Outcome(record=None if reasons else record, reasons=reasons, notes=notes)
 
 
 # http(s), any case; a host with a dot and no user:password@; nothing blank or invisible anywhere (a trailing
@@ -731,17 +755,72 @@ def ceiling_tokens_per_second(bandwidth_gbs: float, file_size_gb: float, params_
     return bandwidth_gbs / (file_size_gb * read_share(params_b, active_params_b))
 
 
-def _check_ceiling(r: Record, reasons: list[str], bandwidth_of: BandwidthLookup | None) -> None:
+# llama-bench's type label names a mixture of experts: "qwen3moe 30B.A3B" (3 B active), "gpt-oss 120B MXFP4 MoE".
+_ACTIVE_IN_LABEL = re.compile(r"(?<![A-Za-z0-9])(\d+(?:\.\d+)?)B[.\-_ ]A(\d+(?:\.\d+)?)B\b")
+_MOE_IN_LABEL = re.compile(r"moe|\bMoE\b|(?<![A-Za-z0-9])\d+(?:\.\d+)?B[.\-_ ]A\d+(?:\.\d+)?B\b", re.I)
+
+
+@dataclass(frozen=True)
+class Share:
+    """The active share of a model's file read per token, and where it comes from."""
+
+    params_b: float | None
+    active_params_b: float | None
+    mixture_of_experts: bool
+    origin: str  # "record", "reference", "label", "dense" or "unknown"
+
+    @property
+    def known(self) -> bool:
+        return self.origin != "unknown"
+
+    @property
+    def value(self) -> float:
+        return read_share(self.params_b, self.active_params_b)
+
+
+def active_share(name: str | None, params_b: float | None, active_params_b: float | None,
+                 facts: ModelFacts | None, label: str | None = None) -> Share:
+    """The share a mixture of experts reads per token: from the record, else from the reference data (`facts`), else
+    from llama-bench's type label where it states it (`30B.A3B`: 3 of 30 B). A model known to be a mixture of
+    experts (flagged in the reference, or so named by its label) with none of these has an unknown share, never 1."""
+    if active_params_b and params_b:
+        return Share(params_b, active_params_b, True, "record")
+    facts = facts or ModelFacts()
+    total = params_b or facts.params_b
+    if facts.active_params_b and total:
+        return Share(total, facts.active_params_b, True, "reference")
+    for text in (name or "", label or ""):
+        if match := _ACTIVE_IN_LABEL.search(text):
+            return Share(float(match.group(1)), float(match.group(2)), True, "label")
+    moe = bool(facts.mixture_of_experts or facts.active_params_b or active_params_b
+               or any(_MOE_IN_LABEL.search(text or "") for text in (name, label)))
+    return Share(total, None, moe, "unknown" if moe else "dense")
+
+
+def _check_ceiling(r: Record, reasons: list[str], bandwidth_of: BandwidthLookup | None,
+                   model_of: ModelLookup | None = None, notes: list[str] | None = None) -> None:
+    """A measured one-user generation figure above bandwidth ÷ bytes read per token is refused, with the numbers.
+    The bandwidth: the reference's (vendor, relayed) before the record's own statement. A mixture of experts whose
+    active share is unknown is not checked (a dense ceiling would refuse real figures); `notes` says so."""
     if r.nature.kind is not MEASURED or r.phase is not GENERATION:
         return
     if r.concurrency.figure is not PER_USER and r.concurrency.users != 1:
         return
-    bandwidth = r.hardware.memory_bandwidth_gbs or (bandwidth_of(r.hardware.name) if bandwidth_of else None)
+    bandwidth = (bandwidth_of(r.hardware.name) if bandwidth_of else None) or r.hardware.memory_bandwidth_gbs
     if not bandwidth:
         return
-    ceiling = ceiling_tokens_per_second(bandwidth, r.model.file_size_gb, r.model.params_b, r.model.active_params_b)
+    m = r.model
+    share = active_share(m.name, m.params_b, m.active_params_b, model_of(m.name) if model_of else None,
+                         r.source.quote)
+    if not share.known:
+        if notes is not None:
+            notes.append(f"tokens_per_second: ceiling not checked: {m.name} is a mixture of experts whose active "
+                         "parameters are unknown (set model.active_params_b)")
+        return
+    ceiling = ceiling_tokens_per_second(bandwidth, m.file_size_gb, share.params_b, share.active_params_b)
     if r.tokens_per_second > ceiling:
-        reasons.append(Reason.above_ceiling)
+        reasons.append(Reason.above(r.tokens_per_second, ceiling, bandwidth, round(m.file_size_gb * share.value, 4),
+                                    share.value))
 
 
 class RecordFileError(ValueError):

@@ -1,5 +1,10 @@
-"""Reference data kept by hand in data/reference/*.toml: hardware (bandwidth with the page that states it) and
-model files (sizes with their source).
+"""Reference data kept by hand in data/reference/*.toml: hardware (bandwidth with the page that states it), model
+files (sizes with their source) and models (a mixture of experts' active parameters with their source).
+
+A bandwidth has a kind (models.BandwidthKind): `vendor` (the maker's page: bandwidth_source_url and bandwidth_quote),
+`relayed` (a publication gives the maker's value: bandwidth_via_title and bandwidth_via_quote, and
+bandwidth_source_title naming the maker's document where it does) or `stated` (a source that is not the maker:
+bandwidth_source_url and bandwidth_quote). Each kind must carry its citation (a page's URL at least).
 
 Each entry is checked as a record is: unknown keys, types, finite positive numbers, http(s) URLs, parameters in
 billions and plausible file sizes (the record's own checks). An entry fills what the database leaves empty; a
@@ -12,16 +17,16 @@ from __future__ import annotations
 import json
 import tomllib
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 from sqlmodel import Session, select
 
 from . import config, db
-from .models import Hardware, Model, ModelFile
+from .models import BandwidthKind, Hardware, Model, ModelFile
 from .record import named_quantization, validate
-from .store import Store, conflict_reason, differs
+from .store import Store, conflict_reason, differs, model_facts
 
 
 class ReferenceError(ValueError):
@@ -73,7 +78,39 @@ class HardwareEntry(_Entry):
     memory_bandwidth_gbs: Positive | None = None
     bandwidth_source_url: WebUrl | None = None
     bandwidth_quote: str | None = None
+    bandwidth_kind: Literal["vendor", "relayed", "stated"] | None = None  # vendor when given without a kind
+    bandwidth_source_title: str | None = None
+    bandwidth_via_title: str | None = None
+    bandwidth_via_url: WebUrl | None = None
+    bandwidth_via_quote: str | None = None
     gpu_cores: Count | None = None
+    notes: str | None = None
+
+    def citation_problems(self) -> list[str]:
+        """What the bandwidth's kind requires and the entry lacks."""
+        if self.memory_bandwidth_gbs is None:
+            return []
+        kind = self.kind
+        needs = (("bandwidth_via_title", "bandwidth_via_quote") if kind == BandwidthKind.relayed
+                 else ("bandwidth_source_url",))
+        why = ("a relayed bandwidth needs the publication that relays it and its words" if kind == BandwidthKind.relayed
+               else "a bandwidth needs the page that states it")
+        return [f"{key}: missing ({why})" for key in needs if not getattr(self, key)]
+
+    @property
+    def kind(self) -> str:
+        return self.bandwidth_kind or BandwidthKind.vendor.value
+
+
+class ModelEntry(_Entry):
+    """A model's facts that hold for all its files: whether it is a mixture of experts, and its active parameters
+    with the page that states them."""
+
+    name: Text
+    mixture_of_experts: bool | None = None
+    active_params_b: Positive | None = None
+    active_params_source_url: WebUrl | None = None
+    active_params_quote: str | None = None
     notes: str | None = None
 
 
@@ -89,7 +126,7 @@ class ModelFileEntry(_Entry):
     notes: str | None = None
 
 
-KINDS = {"hardware": HardwareEntry, "model_file": ModelFileEntry}
+KINDS = {"hardware": HardwareEntry, "model_file": ModelFileEntry, "model": ModelEntry}
 
 
 def load_reference(session: Session, path: Path, replace: bool = False) -> tuple[dict[str, int], list[str]]:
@@ -119,6 +156,9 @@ def load_reference(session: Session, path: Path, replace: bool = False) -> tuple
         if isinstance(entry, HardwareEntry):
             _put_hardware(store, entry)
             counts["hardware"] += 1
+        elif isinstance(entry, ModelEntry):
+            _put_model(store, entry)
+            counts["model"] += 1
         else:
             _put_model_file(store, entry)
             counts["model_file"] += 1
@@ -126,7 +166,7 @@ def load_reference(session: Session, path: Path, replace: bool = False) -> tuple
     return counts, [_replaced(conflict) for conflict in conflicts]
 
 
-def _entries(path: Path) -> list[tuple[str, HardwareEntry | ModelFileEntry]]:
+def _entries(path: Path) -> list[tuple[str, HardwareEntry | ModelFileEntry | ModelEntry]]:
     """Every entry of the file, checked; ReferenceError listing every problem."""
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8-sig"))
@@ -137,7 +177,8 @@ def _entries(path: Path) -> list[tuple[str, HardwareEntry | ModelFileEntry]]:
     problems, entries = [], []
     for kind, items in data.items():
         if kind not in KINDS:
-            problems.append(f'unknown key "{kind}" (a reference file holds [[hardware]] and [[model_file]])')
+            problems.append(f'unknown key "{kind}" (a reference file holds [[hardware]], [[model_file]] and '
+                            '[[model]])')
         elif not (isinstance(items, list) and all(isinstance(item, dict) for item in items)):
             problems.append(f"{kind}: not a list of tables (write [[{kind}]])")
         else:
@@ -149,8 +190,12 @@ def _entries(path: Path) -> list[tuple[str, HardwareEntry | ModelFileEntry]]:
                     problems += [f"{where}.{_why(e)}" for e in error.errors()]
     for where, entry in entries:
         problems += _model_problems(entry, where) if isinstance(entry, ModelFileEntry) else []
-        if isinstance(entry, HardwareEntry) and entry.memory_bandwidth_gbs and not entry.bandwidth_source_url:
-            problems.append(f"{where}.bandwidth_source_url: missing (a bandwidth needs the page that states it)")
+        if isinstance(entry, HardwareEntry):
+            problems += [f"{where}.{problem}" for problem in entry.citation_problems()]
+        if isinstance(entry, ModelEntry) and entry.active_params_b is not None and not (
+                entry.active_params_source_url and entry.active_params_quote):
+            problems.append(f"{where}.active_params_source_url: missing (active parameters need the page that states "
+                            "them and its quote)")
     if problems:
         raise ReferenceError(f"{path}: " + "; ".join(problems))
     return entries
@@ -210,6 +255,12 @@ def _stored_conflicts(store: Store, entry: HardwareEntry | ModelFileEntry, where
     if isinstance(entry, HardwareEntry):
         row = store.session.exec(select(Hardware).where(Hardware.name == entry.name)).first()
         stated = entry.model_dump(exclude_unset=True, exclude={"name"})
+        if entry.memory_bandwidth_gbs is not None:
+            stated["bandwidth_kind"] = entry.kind
+        return [] if row is None else _differences(where, row, stated, entry.name)
+    if isinstance(entry, ModelEntry):
+        row = store.session.exec(select(Model).where(Model.name == entry.name)).first()
+        stated = entry.model_dump(exclude_unset=True, exclude={"name", "notes"})
         return [] if row is None else _differences(where, row, stated, entry.name)
     model = store.session.exec(select(Model).where(Model.name == entry.model)).first()
     if model is None:
@@ -243,6 +294,17 @@ def _put_hardware(store: Store, entry: HardwareEntry) -> None:
     row = store.hardware(entry.name)
     for field, value in entry.model_dump(exclude_unset=True, exclude={"name"}).items():
         setattr(row, field, value)
+    if entry.memory_bandwidth_gbs is not None:
+        row.bandwidth_kind = entry.kind
+    store.session.add(row)
+
+
+def _put_model(store: Store, entry: ModelEntry) -> None:
+    row = store._get_or_create(Model, {"name": entry.name})
+    for field, value in entry.model_dump(exclude_unset=True, exclude={"name", "notes"}).items():
+        setattr(row, field, value)
+    if entry.active_params_b is not None:
+        row.mixture_of_experts = True
     store.session.add(row)
 
 
@@ -250,6 +312,7 @@ def _put_model_file(store: Store, entry: ModelFileEntry) -> None:
     model_file = store.model_file(entry.model, entry.params_b, entry.active_params_b, entry.file_size_gb,
                                   entry.quantization, entry.size_source_url)
     model_file.size_source_url = entry.size_source_url  # stated here: it fills, or replaces when asked
+    model_file.size_quote = entry.quote  # marks the cited file: see ceiling.py's rule for a second size
     model = store.session.get(Model, model_file.model_id)
     for field in ("params_b", "active_params_b"):
         if getattr(entry, field) is not None:
@@ -264,9 +327,14 @@ def bandwidths(session: Session) -> dict[str, float]:
     return {name: bandwidth for name, bandwidth in rows if bandwidth}
 
 
-def stored_bandwidths(url: str | None) -> dict[str, float] | None:
-    """The bandwidths of an existing database at `url` (None: the default one); None when there is none there.
-    Never creates a database: `validate` only reads one when it exists."""
+def models(session: Session) -> dict:
+    """Model name -> the facts the ceiling check of a mixture of experts needs (record.ModelFacts)."""
+    return {row.name: model_facts(row) for row in session.exec(select(Model))}
+
+
+def stored_facts(url: str | None) -> tuple[dict[str, float], dict] | None:
+    """The bandwidths and model facts of an existing database at `url` (None: the default one); None when there is
+    none there. Never creates a database: `validate` only reads one when it exists."""
     url = config.database_url(url)
     path = db.sqlite_path(url)
     if url.startswith("sqlite") and not (path and Path(path).exists()):
@@ -277,4 +345,4 @@ def stored_bandwidths(url: str | None) -> dict[str, float] | None:
     except db.DatabaseError:
         return None
     with Session(engine) as session:
-        return bandwidths(session)
+        return bandwidths(session), models(session)

@@ -21,7 +21,16 @@ from sqlalchemy.exc import OperationalError
 from sqlmodel import Session, select
 
 from .models import Hardware, Measurement, Model, ModelFile, Post, Rejection, Snapshot, Software, Source, Status
-from .record import MAX_URL_BYTES, Outcome, Record, is_http_url, storable, validate, validate_well_formed_json
+from .record import (
+    MAX_URL_BYTES,
+    ModelFacts,
+    Outcome,
+    Record,
+    is_http_url,
+    storable,
+    validate,
+    validate_well_formed_json,
+)
 
 # One encoder for every call: json.dumps with options builds a new encoder each time, which cost a bulk add ~2 µs
 # per record.
@@ -121,28 +130,28 @@ class Prepared(NamedTuple):
     refs: tuple | None = None
 
 
-def prepare(candidate: Any, *, bandwidth_of=None, today: date | None = None,
+def prepare(candidate: Any, *, bandwidth_of=None, model_of=None, today: date | None = None,
             extra_reasons: list[str] | tuple = ()) -> Prepared:
-    outcome: Outcome = validate(candidate, bandwidth_of=bandwidth_of, today=today)
+    outcome: Outcome = validate(candidate, bandwidth_of=bandwidth_of, model_of=model_of, today=today)
     reasons = [*extra_reasons, *outcome.reasons]
     if reasons:
         return Prepared(natural_key(candidate), reasons, _rejection_columns(candidate, reasons))
     return _accepted(outcome.record)
 
 
-def prepare_json(text: str | bytes, *, bandwidth_of=None, today: date | None = None) -> Prepared:
+def prepare_json(text: str | bytes, *, bandwidth_of=None, model_of=None, today: date | None = None) -> Prepared:
     """prepare() of one JSON text (a line of a JSONL file). pydantic parses a well-formed record from the text;
     the dict is read only for what a rejection stores, and a text pydantic refuses takes the path of
     prepare(json.loads(text)), which names every reason.
 
     Raises json.JSONDecodeError when the text is not JSON, UnicodeDecodeError when bytes are not UTF-8.
     """
-    outcome = validate_well_formed_json(text, bandwidth_of=bandwidth_of, today=today)
+    outcome = validate_well_formed_json(text, bandwidth_of=bandwidth_of, model_of=model_of, today=today)
     if outcome is not None and outcome.accepted:
         return _accepted(outcome.record)
     candidate = json.loads(text.decode("utf-8") if isinstance(text, bytes) else text)
     if outcome is None:
-        return prepare(candidate, bandwidth_of=bandwidth_of, today=today)
+        return prepare(candidate, bandwidth_of=bandwidth_of, model_of=model_of, today=today)
     return Prepared(natural_key(candidate), outcome.reasons, _rejection_columns(candidate, outcome.reasons))
 
 
@@ -341,6 +350,10 @@ class Store:
         row = self._table(Hardware, ("name",)).get((name,))
         return row.memory_bandwidth_gbs if row else None
 
+    def model_of(self, name: str) -> ModelFacts | None:
+        row = self._table(Model, ("name",)).get((name,))
+        return model_facts(row) if row else None
+
     def model_file(self, name: str, params_b: float, active_params_b: float | None, file_size_gb: float,
                    quantization: str, size_source_url: str | None) -> ModelFile:
         model = self._get_or_create(Model, {"name": name},
@@ -377,7 +390,7 @@ class Store:
         Rows are written in batches by `flush()` (called every BATCH rows and by the caller at the end).
         """
         provenance = provenance or Provenance()
-        prepared = prepare(candidate, bandwidth_of=self.bandwidth_of, today=self.today,
+        prepared = prepare(candidate, bandwidth_of=self.bandwidth_of, model_of=self.model_of, today=self.today,
                            extra_reasons=provenance.extra_reasons)
         return self.put_prepared(prepared, provenance)
 
@@ -447,6 +460,11 @@ class Store:
         source_id = p.source.id if p.source else (self._source_id(url) if url_ok else None)
         return (prepared.key, p.slot, source_id, p.post.id if p.post else None,
                 p.snapshot_id, ACTIVE, *prepared.columns)
+
+
+def model_facts(row: Model) -> ModelFacts:
+    """What the ceiling check needs of a stored model (see record.active_share)."""
+    return ModelFacts(row.params_b, row.active_params_b, row.mixture_of_experts)
 
 
 def differs(stated: Any, stored: Any) -> bool:

@@ -5,6 +5,17 @@ mixture-of-experts model reads about its active share of it (active ÷ total par
 labelled as one, never a measurement: real figures stay below it (the time spent launching kernels, reading the
 context, coordinating units is not in it).
 
+The inputs and the rules that choose them:
+
+- the memory bandwidth, with its kind: the hardware's reference value (`vendor`: the maker's page; `relayed`: a
+  publication giving the maker's value, cited as `via`), else the value the machine's figures' own source states
+  (`stated`: a thread's post), each with its own citation. A stated value never replaces a cited one.
+- the bytes read per token: the file size × the active share of a mixture of experts (from the reference data,
+  else llama-bench's type label). A mixture of experts whose active share is unknown has no ceiling: an error.
+- one size per file: when the reference cites a size for the model in that format (`model_file.size_quote`), that
+  file is the one computed; other sizes recorded by figures for the same model and format (llama-bench's 3.56 GiB =
+  3.82 GB against the cited 3.79 GB) are other files, named in a note. With no cited size, each size is computed.
+
 With N users served together, one pass over the weights yields one token for each of them, so the aggregate
 ceiling is N times the one-user ceiling (for a mixture of experts this is the best case, where all users need the
 same experts); the per-user ceiling does not change. At large N the compute limit comes first, which this
@@ -18,8 +29,9 @@ from dataclasses import asdict, dataclass, field
 
 from sqlmodel import Session, select
 
-from ..models import Hardware, Model, ModelFile
-from ..record import ceiling_tokens_per_second, named_quantization, read_share
+from ..models import Hardware, Measurement, Model, ModelFile, Status
+from ..record import ModelFacts, active_share, ceiling_tokens_per_second, named_quantization, read_share
+from .tables import bandwidth_citation
 from .tables import fmt_number as _n
 
 
@@ -35,6 +47,11 @@ class Ceiling:
     users: int
     bandwidth_gbs: float
     bandwidth_source_url: str | None
+    bandwidth_kind: str | None
+    bandwidth_quote: str | None
+    bandwidth_source_title: str | None
+    bandwidth_via_title: str | None
+    bandwidth_via_quote: str | None
     file_size_gb: float
     size_source_url: str | None
     params_b: float | None
@@ -43,6 +60,9 @@ class Ceiling:
     aggregate_tps: float
     memory_gb: float | None
     fits: bool | None
+    active_source_url: str | None = None
+    active_quote: str | None = None
+    share_origin: str = "dense"
     kind: str = "calculation"
     notes: list[str] = field(default_factory=list)
 
@@ -86,29 +106,47 @@ def compute(session: Session, hardware: str, model: str, quantization: str, user
         formats = sorted(set(session.exec(select(ModelFile.quantization).where(ModelFile.model_id == row.id)).all()))
         raise CeilingError(f"no {quant} file of {model} in the database (formats known: {', '.join(formats) or 'none'})")
 
+    bandwidth = _bandwidth(session, machine)
+    share = active_share(row.name, None, None, ModelFacts(row.params_b, row.active_params_b, row.mixture_of_experts))
     missing = []
-    if machine.memory_bandwidth_gbs is None:
+    if bandwidth is None:
         missing.append(f"the memory bandwidth of {hardware} is unknown (add it with the page that states it: "
                        f"`tpsdb reference FILE.toml`)")
     if all(f.size_bytes is None for f in files):
         missing.append(f"the file size of {model} {quant} is unknown")
+    if not share.known:
+        missing.append(f"{model} is a mixture of experts whose active parameters are unknown, so the bytes it reads "
+                       "per token are unknown (add active_params_b with its source: `tpsdb reference FILE.toml`)")
     if missing:
         raise CeilingError("cannot compute the maximum: " + "; ".join(missing))
+    cited = [f for f in files if f.size_quote and f.size_bytes]
+    other_sizes = [f for f in files if f.size_bytes and cited and f not in cited]
+    files = cited or files
 
     results = []
     for f in files:
         if f.size_bytes is None:
             continue
         size_gb = f.size_bytes / 1e9
-        per_user = ceiling_tokens_per_second(machine.memory_bandwidth_gbs, size_gb, row.params_b, row.active_params_b)
+        per_user = ceiling_tokens_per_second(bandwidth["gbs"], size_gb, share.params_b, share.active_params_b)
         fits = None if machine.memory_gb is None else size_gb <= machine.memory_gb
         result = Ceiling(
             hardware=hardware, model=model, quantization=quant, users=users,
-            bandwidth_gbs=machine.memory_bandwidth_gbs, bandwidth_source_url=machine.bandwidth_source_url,
-            file_size_gb=size_gb, size_source_url=f.size_source_url, params_b=row.params_b,
-            active_params_b=row.active_params_b, per_user_tps=per_user, aggregate_tps=per_user * users,
-            memory_gb=machine.memory_gb, fits=fits,
+            bandwidth_gbs=bandwidth["gbs"], bandwidth_source_url=bandwidth["url"], bandwidth_kind=bandwidth["kind"],
+            bandwidth_quote=bandwidth["quote"], bandwidth_source_title=bandwidth["title"],
+            bandwidth_via_title=bandwidth["via_title"], bandwidth_via_quote=bandwidth["via_quote"],
+            file_size_gb=size_gb, size_source_url=f.size_source_url, params_b=share.params_b,
+            active_params_b=share.active_params_b, per_user_tps=per_user, aggregate_tps=per_user * users,
+            memory_gb=machine.memory_gb, fits=fits, share_origin=share.origin,
+            active_source_url=row.active_params_source_url if share.origin == "reference" else None,
+            active_quote=row.active_params_quote if share.origin == "reference" else None,
         )
+        if other_sizes:
+            result.notes.append(
+                f"one size per file: the reference cites {_n(size_gb)} GB for {model} {quant}, so that file is "
+                f"computed; figures also record {', '.join(_n(o.size_bytes / 1e9) + ' GB' for o in other_sizes)} "
+                "for this model and format (another conversion, or a size printed in GiB), which are other files "
+                "and not computed here")
         if users > 1:
             result.notes.append("aggregate = users × one-user ceiling: one pass over the weights serves every user; "
                                 "at large N the compute limit comes first, which this does not see")
@@ -117,10 +155,34 @@ def compute(session: Session, hardware: str, model: str, quantization: str, user
                 result.notes.append(
                     f"mixture of experts: if the {users} users need different experts, up to {worst:.0%} of the file "
                     f"is read per step and the aggregate bound falls to "
-                    f"{ceiling_tokens_per_second(machine.memory_bandwidth_gbs, size_gb * worst) * users:.2f} tokens/s")
+                    f"{ceiling_tokens_per_second(bandwidth['gbs'], size_gb * worst) * users:.2f} tokens/s")
             result.notes.append("the context (KV cache) of each user needs memory on top of the file; not counted here")
         results.append(result)
     return results
+
+
+def _bandwidth(session: Session, machine: Hardware) -> dict | None:
+    """The machine's bandwidth with its kind and citation: the reference's, else the one its figures' source states
+    (when they all state the same value; the first figure's post is cited)."""
+    if machine.memory_bandwidth_gbs is not None:
+        return {"gbs": machine.memory_bandwidth_gbs, "kind": machine.bandwidth_kind or "vendor",
+                "url": machine.bandwidth_source_url, "quote": machine.bandwidth_quote,
+                "title": machine.bandwidth_source_title, "via_title": machine.bandwidth_via_title,
+                "via_quote": machine.bandwidth_via_quote}
+    stated = session.exec(select(Measurement.hardware_bandwidth_gbs, Measurement.source_url, Measurement.quote)
+                          .where(Measurement.hardware_id == machine.id, Measurement.status == Status.active,
+                                 Measurement.hardware_bandwidth_gbs.is_not(None))
+                          .order_by(Measurement.id)).all()
+    values = sorted({value for value, _, _ in stated})
+    if len(values) > 1:
+        raise CeilingError(f"cannot compute the maximum: the sources of {machine.name}'s figures state different "
+                           f"memory bandwidths ({', '.join(_n(v) for v in values)} GB/s) and no reference value "
+                           "is known (add it with the page that states it: `tpsdb reference FILE.toml`)")
+    if not values:
+        return None
+    value, url, quote = stated[0]
+    return {"gbs": value, "kind": "stated", "url": url, "quote": quote, "title": None, "via_title": None,
+            "via_quote": None}
 
 
 def format_text(results: list[Ceiling]) -> str:
@@ -145,13 +207,20 @@ def format_text(results: list[Ceiling]) -> str:
         lines += [
             "",
             "inputs and their sources",
-            f"  memory bandwidth  {_n(c.bandwidth_gbs)} GB/s   source: {c.bandwidth_source_url or 'not recorded'}",
+            f"  memory bandwidth  {_n(c.bandwidth_gbs)} GB/s   "
+            + bandwidth_citation(c.bandwidth_kind, c.bandwidth_source_url, c.bandwidth_quote, c.bandwidth_source_title,
+                                 c.bandwidth_via_title, c.bandwidth_via_quote),
             f"  file size         {_n(c.file_size_gb)} GB   source: {c.size_source_url or 'not recorded'}",
         ]
         if c.params_b:
             lines.append(f"  parameters        {_n(c.params_b)} B total"
                          + (f", {_n(c.active_params_b)} B active per token (mixture of experts: reads {share:.1%} "
                             f"of the file per token)" if share < 1 else " (dense: reads the whole file per token)"))
+        if share < 1:
+            origin = (f"source: {c.active_source_url}" + (f' "{c.active_quote}"' if c.active_quote else "")
+                      if c.share_origin == "reference" else
+                      "stated by llama-bench's type label" if c.share_origin == "label" else "stated by the record")
+            lines.append(f"  active share      {origin}")
         lines += ["", "memory"]
         if c.memory_gb is None:
             lines.append(f"  the model file needs {_n(c.file_size_gb)} GB; the memory of {c.hardware} is unknown, "

@@ -40,6 +40,11 @@ def _figure(width: float = 7.5, height: float = 4.2):
     return Figure(figsize=(width, height))
 
 
+_BANDWIDTH_KINDS = (("vendor", "o", "#1f6f43"), ("relayed", "s", "none"), ("stated", "^", "none"))
+_KIND_LEGEND = {"vendor": "from the maker's page", "relayed": "relayed by a publication",
+                "stated": "stated by the figure's source"}
+
+
 def bandwidth_chart(chart: dict) -> str | None:
     points = chart["points"]
     if not points:
@@ -48,7 +53,13 @@ def bandwidth_chart(chart: dict) -> str | None:
     ax = fig.add_subplot()
     xs = [p["bandwidth_gbs"] for p in points]
     ys = [p["tokens_per_second"] for p in points]
-    ax.scatter(xs, ys, s=22, color="#1f6f43", zorder=3, label="measured")
+    # one marker per kind of bandwidth, so the x position says how far it can be trusted
+    for kind, marker, fill in _BANDWIDTH_KINDS:
+        mine = [p for p in points if p.get("bandwidth_kind", "vendor") == kind]
+        if mine:
+            ax.scatter([p["bandwidth_gbs"] for p in mine], [p["tokens_per_second"] for p in mine], s=22, zorder=3,
+                       marker=marker, color="#1f6f43", facecolors=fill,
+                       label=f"measured; bandwidth {_KIND_LEGEND[kind]}")
     if chart.get("read_gb"):
         top = max(xs) * 1.08
         read = chart["read_gb"]

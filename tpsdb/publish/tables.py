@@ -24,7 +24,8 @@ CALC_NOTE = "Columns marked calc. are computed by tpsdb from the figures and inp
 
 # Columns of measurement_full that a cell, its hint or its footnote needs.
 _VIEW_COLUMNS = (
-    "measurement_id", "hardware", "memory_bandwidth_gbs", "bandwidth_source_url", "hardware_memory_gb", "model",
+    "measurement_id", "hardware", "memory_bandwidth_gbs", "bandwidth_source_url", "bandwidth_kind", "bandwidth_quote",
+    "bandwidth_source_title", "bandwidth_via_title", "bandwidth_via_quote", "hardware_memory_gb", "model",
     "params_b", "active_params_b", "quantization", "file_size_gb", "file_size_source_url", "software",
     "software_version", "build_number", "build_commit", "software_options", "phase", "prompt_tokens",
     "generated_tokens",
@@ -123,8 +124,40 @@ class _Footnotes:
             return None
         return self._add(("r", url), kind="reference", url=url, label=label)
 
+    def bandwidth(self, hardware: str, bandwidth: float, b: Mapping) -> int:
+        """One footnote per machine's bandwidth (never shared: two machines cited by one page or one post get one
+        each), naming the machine, the value's kind and its own citation."""
+        kind = b.get("bandwidth_kind") or "vendor"
+        url = b.get("bandwidth_source_url") or ""
+        label = f"Memory bandwidth of {hardware}: {fmt_number(bandwidth)} GB/s, " + bandwidth_citation(
+            kind, None, b.get("bandwidth_quote"), b.get("bandwidth_source_title"), b.get("bandwidth_via_title"),
+            b.get("bandwidth_via_quote"))
+        return self._add(("bw", hardware, kind, url, bandwidth), kind="reference", url=url, label=label)
+
 
 # ------------------------------------------------------------------------------------------------ formats
+KIND_TEXT = {
+    "vendor": "vendor: stated by the maker's page",
+    "relayed": "relayed: the maker's value as a publication gives it (no maker's page stored)",
+    "stated": "stated by a source that is not the maker",
+}
+
+
+def bandwidth_citation(kind: str | None, url: str | None, quote: str | None, title: str | None = None,
+                       via_title: str | None = None, via_quote: str | None = None) -> str:
+    """Which kind a bandwidth is and its citation (its page, or the publication relaying it), in one line."""
+    parts = [KIND_TEXT.get(kind or "vendor", kind or "")]
+    if title:
+        parts.append(f"document: {title}")
+    if url:
+        parts.append(f"source: {url}")
+    if quote:
+        parts.append(f'"{quote}"')
+    if via_title:
+        parts.append(f"via: {via_title}" + (f', "{via_quote}"' if via_quote else ""))
+    return "; ".join(parts)
+
+
 def fmt_number(value: float | None, decimals: int = 2) -> str:
     """A figure as stored, without padding zeros: 59.02, 57, 1311.72."""
     if value is None:
@@ -190,9 +223,23 @@ def fmt_software(r: Mapping) -> str:
 
 
 # ---------------------------------------------------------------------------------------------------- SQL
+# One size per file: where the reference cites a size for a model in a format (model_file.size_quote), a figure
+# recorded on another size of that model and format (llama-bench's 3.56 GiB = 3.82 GB against the cited 3.79 GB)
+# is on another file, and no table holds it: a table that says "Q4_0 file 3.79 GB" holds exactly that.
+_CITED_SIZE = """(NOT EXISTS (SELECT 1 FROM model_file c JOIN model cm ON cm.id = c.model_id
+                  WHERE cm.name = measurement_full.model AND c.quantization = measurement_full.quantization
+                    AND c.size_quote IS NOT NULL)
+     OR EXISTS (SELECT 1 FROM model_file c JOIN model cm ON cm.id = c.model_id
+                WHERE cm.name = measurement_full.model AND c.quantization = measurement_full.quantization
+                  AND c.size_quote IS NOT NULL AND c.size_bytes / 1000000000.0 = measurement_full.file_size_gb))"""
+_FILE_IS_CITED = """(f.size_quote IS NOT NULL OR NOT EXISTS (SELECT 1 FROM model_file c WHERE c.model_id = f.model_id
+                     AND c.quantization = f.quantization AND c.size_quote IS NOT NULL))"""
+
+
 def _conditions(fixed: Mapping[str, Any], extra: Mapping[str, Any] | None = None) -> tuple[str, dict, list]:
-    """The WHERE clause of a definition: active, measured, and every fixed condition (a list means any of)."""
-    clauses = ["status = 'active'", "nature = 'measured'", _FINITE]
+    """The WHERE clause of a definition: active, measured, on the cited file size, and every fixed condition (a list
+    means any of)."""
+    clauses = ["status = 'active'", "nature = 'measured'", _FINITE, _CITED_SIZE]
     params: dict[str, Any] = {}
     expanding = []
     for key, value in {**fixed, **(extra or {})}.items():
@@ -275,7 +322,8 @@ def _hardware_facts(conn: Connection, names: Iterable[str]) -> dict[str, Mapping
     names = list(names)
     if not names:
         return {}
-    statement = text("SELECT name, memory_bandwidth_gbs, bandwidth_source_url, memory_gb FROM hardware "
+    statement = text("SELECT name, memory_bandwidth_gbs, bandwidth_source_url, bandwidth_kind, bandwidth_quote, "
+                     "bandwidth_source_title, bandwidth_via_title, bandwidth_via_quote, memory_gb FROM hardware "
                      "WHERE name IN :names").bindparams(bindparam("names", expanding=True))
     return {r["name"]: r for r in conn.execute(statement, {"names": names}).mappings()}
 
@@ -284,7 +332,8 @@ def _model_files(conn: Connection, models: Any, quantizations: Any = None) -> li
     """Model files of the fixed model(s) (and format(s)), with sizes and where the sizes come from."""
     models = list(models) if isinstance(models, (tuple, list)) else [models]
     sql = ("SELECT mo.name AS model, mo.params_b, mo.active_params_b, f.quantization, f.size_bytes, "
-           "f.size_source_url FROM model_file f JOIN model mo ON mo.id = f.model_id WHERE mo.name IN :models")
+           f"f.size_source_url FROM model_file f JOIN model mo ON mo.id = f.model_id WHERE mo.name IN :models "
+           f"AND {_FILE_IS_CITED}")
     params: dict[str, Any] = {"models": models}
     expanding = [bindparam("models", expanding=True)]
     if quantizations is not None:
@@ -392,12 +441,18 @@ def _finish(d: Definition, columns, rows, fixed, notes, footnotes: _Footnotes, c
     return table
 
 
-def _bandwidth_cell(notes: _Footnotes, hardware: str, bandwidth: float | None, url: str | None) -> Cell:
-    if bandwidth is None:
+_KIND_MARK = {"vendor": "", "relayed": " (relayed)", "stated": " (stated)"}
+
+
+def _bandwidth_cell(notes: _Footnotes, hardware: str, bandwidth: float | None, cited: Mapping | None) -> Cell:
+    """The bandwidth with its kind: a vendor value plain, a relayed or stated one marked in the cell, each with its
+    machine's own footnote."""
+    if bandwidth is None or cited is None:
         return Cell(kind="reference", hint="memory bandwidth unknown: no cited source in the hardware reference")
-    return Cell(text=fmt_number(bandwidth), value=bandwidth, kind="reference",
-                footnote=notes.reference(url, f"Memory bandwidth of {hardware}"),
-                hint=f"{hardware}: {fmt_number(bandwidth)} GB/s, as stated by its source")
+    kind = cited.get("bandwidth_kind") or "vendor"
+    return Cell(text=fmt_number(bandwidth) + _KIND_MARK.get(kind, f" ({kind})"), value=bandwidth, kind="reference",
+                footnote=notes.bandwidth(hardware, bandwidth, cited),
+                hint=f"{hardware}: {fmt_number(bandwidth)} GB/s, {KIND_TEXT.get(kind, kind)}")
 
 
 # ------------------------------------------------------------------------------------ 1–2. machines, ceiling
@@ -419,7 +474,9 @@ def build_machines(conn: Connection, d: Definition) -> Table:
     only_file = files[0] if len(files) == 1 else None
 
     columns = [Column("hardware", "Hardware"),
-               Column("bandwidth_gbs", "Memory bandwidth (GB/s)", "reference", "as stated by the cited source"),
+               Column("bandwidth_gbs", "Memory bandwidth (GB/s)", "reference",
+                      "vendor (the maker's page), relayed (the maker's value as a publication gives it) or stated "
+                      "(by a source that is not the maker): each machine's footnote says which and cites it"),
                Column("tokens_per_second", "Measured tokens/s", "measured")]
     if ceiling:
         columns += [Column("ceiling_tps", "Max. tokens/s (calc.)", "calc",
@@ -431,19 +488,19 @@ def build_machines(conn: Connection, d: Definition) -> Table:
     for name in names:
         r = picked.get(name)
         if r is not None:
-            bandwidth, url = r["memory_bandwidth_gbs"], r["bandwidth_source_url"]
+            bandwidth, cited = r["memory_bandwidth_gbs"], r
             size, params, active = r["file_size_gb"], r["params_b"], r["active_params_b"]
         else:
             fact = facts.get(name)
             bandwidth = fact["memory_bandwidth_gbs"] if fact else None
-            url = fact["bandwidth_source_url"] if fact else None
+            cited = fact
             size = only_file["size_bytes"] / 1e9 if only_file else None
             params = only_file["params_b"] if only_file else None
             active = only_file["active_params_b"] if only_file else None
         if d.require_bandwidth and bandwidth is None:
             continue
         row = {"hardware": _text(name, hint=None if (r or name in facts) else "not in the database"),
-               "bandwidth_gbs": _bandwidth_cell(notes, name, bandwidth, url),
+               "bandwidth_gbs": _bandwidth_cell(notes, name, bandwidth, cited),
                "tokens_per_second": _measured(notes, r)}
         if ceiling:
             max_tps = ceiling_tokens_per_second(bandwidth, size, params, active) if bandwidth and size else None
@@ -460,7 +517,8 @@ def build_machines(conn: Connection, d: Definition) -> Table:
         row["figures"] = _text(r["n_qualifying"] if r else 0)
         rows.append(row)
         if r is not None and bandwidth:
-            points.append({"label": name, "bandwidth_gbs": bandwidth, "tokens_per_second": r["tokens_per_second"]})
+            points.append({"label": name, "bandwidth_gbs": bandwidth, "tokens_per_second": r["tokens_per_second"],
+                           "bandwidth_kind": r["bandwidth_kind"] or "vendor"})
             if not ceiling and size:
                 reads[round(size * read_share(params, active), 4)] += 1
 
@@ -469,6 +527,10 @@ def build_machines(conn: Connection, d: Definition) -> Table:
         table_notes.append("Max. (calc.) = memory bandwidth ÷ bytes read per token. A dense model reads its whole "
                            "file per token; a mixture-of-experts model about its active share (active ÷ total "
                            "parameters) of it. It is a ceiling never reached, not a prediction.")
+    table_notes.append("Memory bandwidths are of three kinds, each cited in its machine's own footnote: vendor (the "
+                       "maker's page), relayed (the maker's value as a publication gives it, marked \"relayed\") and "
+                       "stated (by a source that is not the maker, such as a thread's table, marked \"stated\"). A "
+                       "maker's value is preferred, then a relayed one, then a stated one.")
     if d.require_bandwidth:
         table_notes.append("Machines whose memory bandwidth has no cited source are left out (require_bandwidth).")
     read_gb = reads.most_common(1)[0][0] if reads else None
