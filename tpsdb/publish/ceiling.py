@@ -173,7 +173,7 @@ def _bandwidth(session: Session, machine: Hardware) -> dict | None:
                           .where(Measurement.hardware_id == machine.id, Measurement.status == Status.active,
                                  Measurement.hardware_bandwidth_gbs.is_not(None))
                           .order_by(Measurement.id)).all()
-    values = sorted({value for value, _, _ in stated})
+    values = sorted({value for value, _, _ in stated if value is not None})
     if len(values) > 1:
         raise CeilingError(f"cannot compute the maximum: the sources of {machine.name}'s figures state different "
                            f"memory bandwidths ({', '.join(_n(v) for v in values)} GB/s) and no reference value "
