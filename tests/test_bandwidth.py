@@ -105,7 +105,7 @@ def test_each_machine_has_its_own_bandwidth_footnote_and_a_stated_value_never_re
         number = re.search(r"\[\^machines-(\d+)\]", cell).group(1)
         cited[machine] = notes[number]
         assert f"Memory bandwidth of {machine}:" in notes[number]  # its own machine, never another's
-    assert len({n for n in cited.values()}) == 3
+    assert len(set(cited.values())) == len(cited) >= 3  # one note per machine
     assert "vendor: stated by the maker's page" in cited["Apple M2 Ultra (76-core GPU)"]
     assert "apple-introduces-m2-ultra" in cited["Apple M2 Ultra (76-core GPU)"]
     assert cells["Apple M3 Ultra (80-core GPU)"].startswith("819 (stated)")
@@ -122,12 +122,12 @@ def test_a_table_holding_the_file_size_fixed_holds_exactly_that_size(seeded, tmp
     other = copy.deepcopy(cited)  # llama-bench's own size of the file: 3.56 GiB = 3.82 GB
     other["model"]["file_size_gb"] = "3.56 GiB"
     other["hardware"] = {"name": "Apple M3 Max (40-core GPU)"}
-    other["source"]["quote"] = "| llama 7B Q4_0 | 3.56 GiB | 6.74 B | Metal | 99 | tg128 | 66.31 ± 0.1 |"
-    other["tokens_per_second"] = 66.31
+    other["source"]["quote"] = "| llama 7B Q4_0 | 3.56 GiB | 6.74 B | Metal | 99 | tg128 | 63.17 ± 0.1 |"
+    other["tokens_per_second"] = 63.17
     assert tpsdb("add", str(write_jsonl(tmp_path / "s.jsonl", [cited, other])), "--db", str(db)).exit_code == 0
     md = tpsdb("tables", "machines", "--db", str(db)).output
     assert "Q4_0 file 3.79 GB" in md and "3.82" not in md
-    assert "94.27" in md and "66.31" not in md
+    assert "94.27" in md and "63.17" not in md
     result = tpsdb("ceiling", "--hardware", "Apple M3 Max (40-core GPU)", "--model", "Llama 2 7B", *_quant("Q4_0"),
                    "--format", "json", "--db", str(db))
     assert result.exit_code == 0, result.output

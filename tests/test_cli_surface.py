@@ -27,6 +27,7 @@ model = "gpt-oss 120B"
 quantization = "MXFP4"
 file_size_gb = 63.37
 size_source_url = "https://vendor.example/gpt-oss"
+params_b = 116.83
 active_params_b = 5.13
 """
 

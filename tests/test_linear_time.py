@@ -270,5 +270,8 @@ def test_d8_extraction_time_grows_linearly_with_the_file():
     text = DGX.read_text(encoding="utf-8")
     with time_limit(60, "extract_text"):
         (small, n_small), (large, n_large) = _extract_time(text * 4), _extract_time(text * 64)
+        if large / small >= 16 * 3:  # a busy machine: the best of a few runs before failing
+            small = min([small] + [_extract_time(text * 4)[0] for _ in range(4)])
+            large = min([large] + [_extract_time(text * 64)[0] for _ in range(2)])
     assert n_large == 16 * n_small
     assert large / small < 16 * 3, f"16x the text took {large / small:.0f}x the time"  # the cubic section walk: 180x

@@ -23,13 +23,19 @@ README = ROOT / "README.md"
 
 
 def readme_examples() -> list[str]:
-    """Every line starting with `tpsdb ` inside the README's ``` blocks, in order, comments dropped."""
-    lines, inside = [], False
+    """Every command starting with `tpsdb ` inside the README's ``` blocks, in order, comments dropped, a line
+    ending in a backslash joined with the next."""
+    lines, inside, continued = [], False, False
     for line in README.read_text(encoding="utf-8").splitlines():
         if line.startswith("```"):
-            inside = not inside
-        elif inside and line.startswith("tpsdb "):
-            lines.append(re.sub(r"\s+#\s.*$", "", line).strip())
+            inside, continued = not inside, False
+        elif inside and (continued or line.startswith("tpsdb ")):
+            text = re.sub(r"\s+#\s.*$", "", line).strip()
+            if continued:
+                lines[-1] = lines[-1][:-1].rstrip() + " " + text
+            else:
+                lines.append(text)
+            continued = lines[-1].endswith("\\")
     return lines
 
 
