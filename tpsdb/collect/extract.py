@@ -364,6 +364,20 @@ class Clue:
     value: object
 
 
+@dataclass(frozen=True)
+class Machine:
+    """A machine a post names: from a device line of a log, a heading or a line of prose."""
+
+    name: str
+    kind: str  # "gpu" | "cpu" | "soc" (machines.Mention.kind)
+    source: str  # "device" | "heading" | "line"
+
+
+AMBIGUOUS_HARDWARE = "hardware.name: ambiguous ({})"
+# The backends of a llama-bench row that run on the host processor: such a row's machine is the CPU the post names.
+_CPU_BACKENDS = {"cpu", "blas", "cpu,blas", "blas,cpu", "openblas", "cpu, blas", "accelerate"}
+
+
 def _text_lines(piece: Piece, kind: str | None) -> list[str]:
     """The lines of a piece that may carry clues: prose, headings, and tables that hold no figure (nvidia-smi)."""
     if piece.kind != "table":
@@ -396,7 +410,9 @@ def read_clues(pieces: list[Piece], kinds: list[str | None]) -> list[Clue]:
                     runs.append([])
                 runs[-1].append((j, name))
             elif machines:
-                clues += [Clue((i, j), "hardware", m.name) for m in hardware_mentions(line, machines)]
+                source = "heading" if piece.kind == "heading" else "line"
+                clues += [Clue((i, j), "hardware", Machine(m.name, m.kind, source))
+                          for m in hardware_mentions(line, machines)]
             version = lb.parse_build(line) if builds else None
             if version:
                 clues.append(Clue((i, j), "version", version))
@@ -407,7 +423,9 @@ def read_clues(pieces: list[Piece], kinds: list[str | None]) -> list[Clue]:
         for run in runs:
             machine = devices_hardware([name for _, name in run])
             if machine:
-                clues.append(Clue((i, run[0][0]), "hardware", machine))
+                kinds = {m.kind for m in hardware_mentions(machine)}
+                clues.append(Clue((i, run[0][0]), "hardware", Machine(machine, "soc" if "soc" in kinds else "gpu",
+                                                                       "device")))
         # A command may span lines ("\\" continuations). Its line number after joining is only approximate, which
         # is enough: positions only order clues against tables, and a table is always a piece of its own.
         if "llama-b" in whole:  # no command without the tool's name
@@ -438,6 +456,7 @@ class Reading:
         self._headings_before: list[int] | None = None
         self._bench_tables: dict[int, list[int]] | None = None
         self.table_models: dict[int, ModelRow | None] = {}  # llama-bench table -> its one model (_section_model)
+        self._hardware: dict[tuple, tuple[str | None, str | None]] = {}
 
     @property
     def clues(self) -> list[Clue]:
@@ -454,8 +473,35 @@ class Reading:
         clues = self._by_kind.get(kind, [])
         return clues if test is None else [c for c in clues if test(c.value)]
 
-    def hardware_at(self, pos: Position) -> str | None:
-        return _before_then_after(self._of("hardware"), pos)
+    def hardware_at(self, pos: Position, wanted: str | None = None) -> tuple[str | None, str | None]:
+        """(machine, None), or (None, the reason it is unknown) for the figures of a table at `pos`.
+
+        `wanted`: "cpu" for rows a CPU backend ran (the host processor named), "gpu" for the other backends, None
+        when the table does not say (an accelerator, else a processor)."""
+        key = (pos, wanted)
+        found = self._hardware.get(key)
+        if found is None:
+            clues = self._of("hardware")
+            if wanted == "cpu":
+                pools = [[c for c in clues if c.value.kind != "gpu"]]
+            else:
+                pools = [[c for c in clues if c.value.kind != "cpu"]]
+                if wanted is None:
+                    pools.append([c for c in clues if c.value.kind == "cpu"])
+            found = (None, None)
+            for pool in pools:
+                found = _machine_for(pool, pos, self.previous_table(pos[0]))
+                if found != (None, None):
+                    break
+            self._hardware[key] = found
+        return found
+
+    def previous_table(self, index: int) -> int:
+        """The piece index of the figure table before piece `index` (-1 when none)."""
+        for j in range(index - 1, -1, -1):
+            if self.kinds[j] is not None:
+                return j
+        return -1
 
     def version_at(self, pos: Position) -> str | None:
         return _after_then_before(self._of("version"), pos)
@@ -536,6 +582,43 @@ def _after_then_before(clues: list[Clue], pos: Position):
         return clues[k].value
     k = bisect_left(clues, pos, key=_position)
     return clues[k - 1].value if k else None
+
+
+def _machine_for(clues: list[Clue], pos: Position, previous_table: int) -> tuple[str | None, str | None]:
+    """The machine of a table at `pos` from the machines the post names (of the kind the table wants).
+
+    A log's device lines name the run they print: the last run before the table, else the first after. Headings
+    and lines name the machine of the tables that follow them: the machines named since the previous table (one,
+    or several names: ambiguous), else the last one named before. Named only after the table, a machine counts
+    when the post names no other one (a heading after a table never names it)."""
+    if not clues:
+        return None, None
+    devices = [c for c in clues if c.value.source == "device"]
+    named = [c for c in clues if c.value.source != "device"]
+    before_devices = [c for c in devices if c.pos < pos]
+    if before_devices:
+        return before_devices[-1].value.name, None
+    before = [c for c in named if c.pos < pos]
+    if before:
+        since = dict.fromkeys(c.value.name for c in before if c.pos[0] > previous_table)
+        if len(since) > 1:
+            return None, AMBIGUOUS_HARDWARE.format(", ".join(since))
+        return (next(iter(since)) if since else before[-1].value.name), None
+    if devices:
+        return devices[0].value.name, None
+    names = dict.fromkeys(c.value.name for c in named)
+    if not any(c.value.source == "line" for c in named):
+        return None, None
+    if len(names) > 1:
+        return None, AMBIGUOUS_HARDWARE.format(", ".join(names))
+    return next(iter(names)), None
+
+
+def _wanted_kind(backend: str | None) -> str | None:
+    """The kind of machine a llama-bench row's backend ran on ("CPU" -> the processor); None when unknown."""
+    if not backend:
+        return None
+    return "cpu" if " ".join(backend.lower().split()) in _CPU_BACKENDS else "gpu"
 
 
 def _position(clue: Clue) -> Position:
@@ -664,7 +747,6 @@ def _picker(indexes: list[int]):
 # ------------------------------------------------------------------------------------------- table readers
 def _llama_bench(reading: Reading, t: int, i: int, table: Table) -> list[Candidate]:
     pos = (i, 0)
-    hardware = reading.hardware_at(pos)
     version = reading.version_at(pos)
     command = reading.command_at(pos, lb.LLAMA_BENCH)
     procedure = command or lb.LLAMA_BENCH
@@ -673,6 +755,7 @@ def _llama_bench(reading: Reading, t: int, i: int, table: Table) -> list[Candida
     columns = _Columns(table)
     k_value, k_test = columns.at("t/s"), columns.at("test")
     model_cells = itemgetter(*(columns.at(name) for name in ("model", "params", "size", "backend")))
+    key_backend = itemgetter(columns.at("backend"))
     option_columns = columns.option_columns()
     option_cells = _picker([k for k, _ in option_columns])
     option_keys = [key for _, key in option_columns]
@@ -699,12 +782,13 @@ def _llama_bench(reading: Reading, t: int, i: int, table: Table) -> list[Candida
                 if cell != "":
                     options[name] = reading.option_value(cell)
         (name, params_b, file_size_gb), quantization = model
+        hardware, unknown = reading.hardware_at(pos, _wanted_kind(key_backend(cells)))
         record = _record(ctx, quote, hardware=hardware,
                          model={"name": name, "params_b": params_b, "file_size_gb": file_size_gb},
                          quantization=quantization, version=version, options=dict(options), lengths=_lengths(shape),
                          users=1, figure="per_user", procedure=procedure, phase=shape.phase if shape else None,
                          value=value[0], stddev=value[1])
-        out.append(Candidate(record, f"t{t}:r{r}:{shape.phase if shape else 'unknown'}"))
+        out.append(Candidate(record, f"t{t}:r{r}:{shape.phase if shape else 'unknown'}", [unknown] if unknown else []))
     return out
 
 
@@ -732,13 +816,14 @@ def _section_model(reading: Reading, i: int) -> ModelRow | None:
 
 def _batched_bench(reading: Reading, t: int, i: int, table: Table) -> list[Candidate]:
     pos = (i, 0)
-    hardware, version = reading.hardware_at(pos), reading.version_at(pos)
+    version = reading.version_at(pos)
     command = reading.command_at(pos, lb.BATCHED_BENCH)
     procedure = command or lb.BATCHED_BENCH
     options = reading.batched_params_at(pos)
     model = _section_model(reading, i)
     if model and model.backend:
         options = {"backend": model.backend, **options}
+    hardware, unknown = reading.hardware_at(pos, _wanted_kind(model.backend if model else None))
     ctx = reading.ctx
     columns = _Columns(table)
     if not {"pp", "tg", "b"} <= columns.index.keys():
@@ -769,7 +854,7 @@ def _batched_bench(reading: Reading, t: int, i: int, table: Table) -> list[Candi
                              quantization=quantization, version=version, options=dict(options), lengths=lengths,
                              users=users, figure="aggregate", procedure=procedure, phase=phase, value=value[0],
                              stddev=value[1])
-            candidate = Candidate(record, f"t{t}:r{r}:{phase}")
+            candidate = Candidate(record, f"t{t}:r{r}:{phase}", [unknown] if unknown else [])
             # the only counts of a post that no bounded pattern reads: any number of digits
             if not -_INT_LIMIT < min(pp, tg, users) <= max(pp, tg, users) < _INT_LIMIT:
                 refuse_unstorable_numbers(candidate)
@@ -830,7 +915,7 @@ def _compare(reading: Reading, t: int, i: int, table: Table) -> list[Candidate]:
     """Compare tables: the figures are kept as rejections; which build and settings each column ran is unknown."""
     value_columns = [h for h in table.header if "t/s" in h.lower()]
     reason = COMPARE_TABLE.format(" vs ".join(value_columns))
-    post_hardware = reading.hardware_at((i, 0))
+    post_hardware = reading.hardware_at((i, 0))[0]
     columns = _Columns(table)
     test, model_cell, params, size, backend, gpu = map(columns.getter,
                                                        ("test", "model", "params", "size", "backend", "gpu"))
@@ -865,7 +950,7 @@ def _summary(reading: Reading, t: int, i: int, table: Table) -> list[Candidate]:
         if value is None:
             continue
         shape = reading.test(test(row))
-        record = _record(reading.ctx, quote, hardware=reading.hardware_at((i, 0)),
+        record = _record(reading.ctx, quote, hardware=reading.hardware_at((i, 0))[0],
                          version=reading.version_at((i, 0)), lengths=_lengths(shape), users=1, figure="per_user",
                          procedure=lb.LLAMA_BENCH, phase=shape.phase if shape else None, value=value[0],
                          stddev=value[1])

@@ -1,0 +1,146 @@
+"""Issue 10: the extractor on shapes other than the three fixture threads' (open-world hardware, tables as pasted,
+versions stated anywhere in the post, every quantization llama.cpp defines, other tools' outputs).
+
+Each example is written in the shape the tool prints (llama.cpp's tools/llama-bench README and the logs of
+llama.cpp's backends); figures are made up unless a URL says where they come from.
+"""
+
+from __future__ import annotations
+
+from datetime import date
+
+import pytest
+
+from tpsdb.collect.extract import PostContext, extract_post, extract_text
+from tpsdb.collect.machines import canonical_hardware
+from tpsdb.record import validate
+
+CTX = PostContext("https://github.com/ggml-org/llama.cpp/issues/1#issuecomment-2", "2026-12-01", "2026-11-01",
+                  "someone", {})
+TODAY = date(2026, 12, 1)
+
+
+def table(backend: str = "CUDA", value: str = "150.10 ± 0.01", build: str = "build: 3bdc4cd0 (7739)") -> str:
+    return f"""| model | size | params | backend | ngl | test | t/s |
+| --- | ---: | ---: | --- | --: | ---: | ---: |
+| llama 7B Q4_0 | 3.56 GiB | 6.74 B | {backend} | 99 | tg128 | {value} |
+
+{build}
+"""
+
+
+def one(text: str):
+    (candidate,) = extract_text(text, CTX)
+    return candidate
+
+
+def accepted(candidate) -> bool:
+    return not candidate.reasons and validate(candidate.record, today=TODAY).accepted
+
+
+# ------------------------------------------------------------------------------- 1. open-world hardware
+@pytest.mark.parametrize(("log", "backend", "name"), [
+    ("ggml_cuda_init: found 1 CUDA devices:\n  Device 0: NVIDIA GeForce RTX 4090, compute capability 8.9, VMM: yes",
+     "CUDA", "NVIDIA GeForce RTX 4090"),
+    ("ggml_cuda_init: found 1 CUDA devices:\n  Device 0: Tesla M40 24GB, compute capability 5.2, VMM: yes",
+     "CUDA", "NVIDIA Tesla M40"),
+    ("ggml_cuda_init: found 1 ROCm devices:\n  Device 0: AMD Radeon RX 7900 XTX, gfx1100 (0x1100), VMM: no, "
+     "Wave Size: 32", "ROCm", "AMD Radeon RX 7900 XTX"),
+    ("ggml_vulkan: Found 1 Vulkan devices:\nggml_vulkan: 0 = AMD Radeon RX 7900 XTX (RADV NAVI31) (radv) | uma: 0 | "
+     "fp16: 1 | warp size: 64 | shared memory: 65536 | int dot: 1 | matrix cores: KHR_coopmat", "Vulkan",
+     "AMD Radeon RX 7900 XTX"),
+    ("ggml_vulkan: 0 = Intel(R) Arc(TM) Pro B60 Graphics (Intel open-source Mesa driver) | uma: 0 | fp16: 1",
+     "Vulkan", "Intel Arc Pro B60"),
+    ("ggml_vulkan: 0 = Intel(R) Graphics (MTL) (Intel open-source Mesa driver) | uma: 1 | fp16: 1", "Vulkan",
+     "Intel Arc Graphics (Meteor Lake)"),
+    ("ggml_vulkan: 0 = Intel(R) Arc(TM) B70 Graphics (Intel Corporation) | uma: 0 | fp16: 1", "Vulkan",
+     "Intel Arc B70"),
+    ("ggml_metal_init: allocating\nggml_metal_init: found device: Apple M2 Max", "Metal,BLAS", "Apple M2 Max"),
+    ("ggml_metal_device_init: GPU name:   MTL0\nllama_model_load_from_file_impl: using device MTL0 (Apple M4 Max) - "
+     "98303 MiB free", "Metal,BLAS", "Apple M4 Max"),
+    ("""|  |                   |                                       |       |Max    |        |Max  |Global |
+|ID|        Device Type|                                   Name|Version|units  |group   |group|size   |
+|--|-------------------|---------------------------------------|-------|-------|--------|-----|-------|
+| 0| [level_zero:gpu:0]|                Intel Arc A770 Graphics|    1.6|    512|    1024|   32| 16225M|
+""", "SYCL", "Intel Arc A770"),
+    ("ggml_vulkan: 0 = Moore Threads MTT S80 (MUSA driver) | uma: 0 | fp16: 1", "Vulkan", "Moore Threads MTT S80"),
+])
+def test_a_device_line_of_any_backend_names_the_machine(log, backend, name):
+    candidate = one(f"```\n{log}\n```\n\n{table(backend)}")
+    assert candidate.record["hardware"]["name"] == name
+    assert accepted(candidate)
+
+
+def test_a_device_line_that_names_no_chip_names_no_machine():
+    candidate = one("ggml_vulkan: 0 = AMD Radeon Graphics (RADV GFX1151) (radv) | uma: 1\n\n" + table("Vulkan"))
+    assert candidate.record["hardware"]["name"] is None and not accepted(candidate)
+
+
+@pytest.mark.parametrize(("text", "name"), [
+    ("Intel Arc B70", "Intel Arc B70"),
+    ("Intel(R) Arc(TM) Pro B60 Graphics", "Intel Arc Pro B60"),
+    ("Intel(R) Graphics (MTL)", "Intel Arc Graphics (Meteor Lake)"),
+    ("Tesla M40", "NVIDIA Tesla M40"),
+    ("Quadro RTX 8000", "NVIDIA Quadro RTX 8000"),
+    ("Intel Core i5 4278U", "Intel Core i5-4278U"),
+    ("Intel(R) Core(TM) i9-13900K CPU @ 3.00GHz", "Intel Core i9-13900K"),
+    ("Intel(R) Xeon(R) Gold 6338 CPU @ 2.00GHz", "Intel Xeon Gold 6338"),
+    ("AMD Ryzen 9 7950X 16-Core Processor", "AMD Ryzen 9 7950X"),
+    ("AMD Ryzen AI Max+ 395", "AMD Ryzen AI Max+ 395"),
+    ("AMD Radeon AI PRO R9700", "AMD Radeon AI PRO R9700"),
+    ("Chip: Apple M5 Ultra", "Apple M5 Ultra"),
+    ("Snapdragon X Elite", "Qualcomm Snapdragon X Elite"),
+    ("Raspberry Pi 5", "Raspberry Pi 5"),
+    ("NVIDIA GeForce GT 1030", "NVIDIA GeForce GT 1030"),
+])
+def test_the_catalogue_and_the_generic_rules_name_each_family(text, name):
+    assert canonical_hardware(text) == name
+
+
+def test_a_cpu_backend_row_takes_the_cpu_the_post_names():
+    text = "Box: RTX 3090 with an AMD Ryzen 9 7950X, CPU only run:\n\n" + table("CPU", "12.31 ± 0.02")
+    candidate = one(text)
+    assert candidate.record["hardware"]["name"] == "AMD Ryzen 9 7950X" and accepted(candidate)
+    # and a CUDA row of the same post is the GPU's
+    assert one(text.replace("| CPU |", "| CUDA |")).record["hardware"]["name"] == "NVIDIA GeForce RTX 3090"
+
+
+@pytest.mark.parametrize(("lines", "name"), [
+    ("Architecture:            x86_64\n  Model name:            AMD Ryzen 9 7950X 16-Core Processor", "AMD Ryzen 9 7950X"),
+    ("Hardware:\n    Hardware Overview:\n      Model Name: Mac Studio\n      Chip: Apple M5 Ultra", "Apple M5 Ultra"),
+])
+def test_lscpu_and_system_profiler_lines_name_the_machine(lines, name):
+    assert one(f"```\n{lines}\n```\n{table('CPU')}").record["hardware"]["name"] == name
+
+
+def test_prose_naming_one_machine_names_the_posts_tables():
+    candidate = one("Ran this on my 2014 MacBook Pro (Intel Core i5 4278U), CPU only.\n\n" + table("CPU", "3.10 ± 0.01"))
+    assert candidate.record["hardware"]["name"] == "Intel Core i5-4278U" and accepted(candidate)
+
+
+def test_two_machines_named_and_no_device_line_is_ambiguous():
+    candidate = one("Tested on both my RTX 3090 and my RTX 4090:\n\n" + table())
+    assert candidate.record["hardware"]["name"] is None
+    assert candidate.reasons == ["hardware.name: ambiguous (NVIDIA GeForce RTX 3090, NVIDIA GeForce RTX 4090)"]
+
+
+def test_a_heading_names_the_machine_of_the_tables_after_it_only():
+    text = "### M1 Max\n\n" + table("Metal,BLAS", "60.00 ± 0.10") + "\n### M2 Max\n\n" + table("Metal,BLAS", "70.00 ± 0.10")
+    first, second = extract_text(text, CTX)
+    assert (first.record["hardware"]["name"], second.record["hardware"]["name"]) == ("Apple M1 Max", "Apple M2 Max")
+    # a heading after the only table names nothing for it
+    candidate = one(table("Metal,BLAS") + "\n### M2 Max\n\nnext time more")
+    assert candidate.record["hardware"]["name"] is None
+
+
+def test_a_line_after_the_table_names_it_when_it_is_the_posts_only_machine():
+    assert one(table() + "\nThat was an RTX 4090.").record["hardware"]["name"] == "NVIDIA GeForce RTX 4090"
+
+
+def test_html_body_reads_the_same():
+    html = ("<p>Ran this on my 2014 MacBook Pro (Intel Core i5 4278U)</p><table><tr><th>model</th><th>size</th>"
+            "<th>params</th><th>backend</th><th>test</th><th>t/s</th></tr><tr><td>llama 7B Q4_0</td>"
+            "<td>3.56 GiB</td><td>6.74 B</td><td>CPU</td><td>tg128</td><td>3.10 ± 0.01</td></tr></table>"
+            "<p>build: 3bdc4cd0 (7739)</p>")
+    (candidate,) = extract_post(html, CTX)
+    assert candidate.record["hardware"]["name"] == "Intel Core i5-4278U" and accepted(candidate)
