@@ -144,3 +144,59 @@ def test_html_body_reads_the_same():
             "<p>build: 3bdc4cd0 (7739)</p>")
     (candidate,) = extract_post(html, CTX)
     assert candidate.record["hardware"]["name"] == "Intel Core i5-4278U" and accepted(candidate)
+
+
+# ------------------------------------------------------------------------------------ 2. tables as pasted
+RTX = "Device 0: NVIDIA GeForce RTX 4090, compute capability 8.9, VMM: yes\n"
+
+
+def test_a_table_without_outer_pipes_is_read():
+    text = RTX + """model | size | params | backend | ngl | test | t/s
+--- | ---: | ---: | --- | --: | ---: | ---:
+llama 7B Q4_0 | 3.56 GiB | 6.74 B | CUDA | 99 | pp512 | 11034.12 ± 22.51
+llama 7B Q4_0 | 3.56 GiB | 6.74 B | CUDA | 99 | tg128 | 187.35 ± 0.08
+
+build: 3bdc4cd0 (7739)
+"""
+    prompt, generation = extract_text(text, CTX)
+    assert (prompt.record["tokens_per_second"], generation.record["tokens_per_second"]) == (11034.12, 187.35)
+    assert accepted(prompt) and accepted(generation)
+
+
+@pytest.mark.parametrize("between", [
+    "\n",
+    "llama_model_load: loaded meta data with 19 key-value pairs | fp16: 1\n",
+    "</details>\n\n<details><summary>more</summary>\n\n",
+])
+def test_rows_cut_by_log_lines_blank_lines_or_details_stay_one_table(between):
+    text = RTX + """| model | size | params | backend | ngl | test | t/s |
+| --- | ---: | ---: | --- | --: | ---: | ---: |
+| llama 7B Q4_0 | 3.56 GiB | 6.74 B | CUDA | 99 | pp512 | 11034.12 ± 22.51 |
+""" + between + """| llama 7B Q4_0 | 3.56 GiB | 6.74 B | CUDA | 99 | tg128 | 187.35 ± 0.08 |
+
+build: 3bdc4cd0 (7739)
+"""
+    candidates = extract_text(text, CTX)
+    assert [c.record["tokens_per_second"] for c in candidates] == [11034.12, 187.35]
+    assert all(accepted(c) for c in candidates)
+    assert len({c.slot for c in candidates}) == 2
+
+
+@pytest.mark.parametrize("mark", ["Â±", "Ã‚Â±"])
+def test_the_mojibake_of_plus_minus_is_read(mark):
+    candidate = one(RTX + table(value=f"187.35 {mark} 0.08"))
+    assert (candidate.record["tokens_per_second"], candidate.record["stddev"]) == (187.35, 0.08)
+    assert accepted(candidate)
+
+
+def test_extra_columns_in_any_order():
+    text = RTX + """| t/s | test | fa | model | backend | threads | params | size | ngl | n_ubatch |
+| ---: | ---: | --: | --- | --- | --: | ---: | ---: | --: | --: |
+| 187.35 ± 0.08 | tg128 | 1 | llama 7B Q4_0 | CUDA | 16 | 6.74 B | 3.56 GiB | 99 | 512 |
+
+build: 3bdc4cd0 (7739)
+"""
+    candidate = one(text)
+    assert candidate.record["software"]["options"] == {"fa": 1, "backend": "CUDA", "threads": 16, "ngl": 99,
+                                                       "n_ubatch": 512}
+    assert accepted(candidate)

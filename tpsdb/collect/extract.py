@@ -63,12 +63,12 @@ SAMPLING_SPEED = "phase: sampling speed, not model throughput"
 
 def extract_post(body_html: str, ctx: PostContext) -> list[Candidate]:
     """Every speed figure in one post, from its HTML body (GraphQL bodyHTML or the page's comment body)."""
-    return _extract(pieces_from_html(body_html), ctx)
+    return _extract(join_split_tables(pieces_from_html(body_html)), ctx)
 
 
 def extract_text(text: str, ctx: PostContext) -> list[Candidate]:
     """Every speed figure in Markdown or plain text holding llama-bench / llama-batched-bench output."""
-    return _extract(pieces_from_text(text, markdown=True), ctx)
+    return _extract(join_split_tables(pieces_from_text(text, markdown=True)), ctx)
 
 
 # ----------------------------------------------------------------------------------------------- HTML trees
@@ -195,7 +195,9 @@ def pieces_from_text(text: str, *, markdown: bool) -> list[Piece]:
             pieces.append(Piece("text", lines=list(prose)))
         prose.clear()
 
-    for line in text.splitlines():
+    lines = text.splitlines()
+    width = 0  # the cells of the pipe table being read (a row without outer pipes must have as many)
+    for k, line in enumerate(lines):
         stripped = line.strip()
         if markdown and _FENCE.match(stripped):
             in_fence = not in_fence
@@ -203,9 +205,12 @@ def pieces_from_text(text: str, *, markdown: bool) -> list[Piece]:
             continue
         if markdown and not in_fence and stripped.startswith(">"):
             continue  # quoted from another post
-        if stripped.startswith("|"):
+        if stripped.startswith("|") or (
+                "|" in stripped and _bare_row(stripped, width if pipes else 0, lines[k + 1] if k + 1 < len(lines) else "")):
             if prose:
                 flush()
+            if not pipes:
+                width = len(_split_cells(line))
             pipes.append(line)
             continue
         if pipes:
@@ -217,6 +222,50 @@ def pieces_from_text(text: str, *, markdown: bool) -> list[Piece]:
         prose.append(line)
     flush()
     return pieces
+
+
+def _bare_row(line: str, width: int, next_line: str) -> bool:
+    """A table row written without outer pipes ("model | size | t/s"): a header followed by its separator row, or
+    a row of as many cells as the table being read (a log line with a "|" is neither)."""
+    cells = len(_split_cells(line))
+    if cells < 3:
+        return False
+    if width:
+        return cells == width
+    following = next_line.strip()
+    return (bool(following) and _SEPARATOR_ROW.fullmatch(following) is not None and "-" in following
+            and len(_split_cells(following)) == cells)
+
+
+def join_split_tables(pieces: list[Piece]) -> list[Piece]:
+    """Rows of one table cut by log lines, blank lines or a <details> block: a run of rows without a header,
+    of the width of the last table with a header, continues it (its rows, after the ones before)."""
+    out: list[Piece] = []
+    last: Table | None = None
+    for piece in pieces:
+        table = piece.table
+        if piece.kind == "table" and table is not None:
+            if last is not None and table.header and lb.table_kind(table.header) is None \
+                    and len(table.header) == len(last.header) and _looks_like_rows(last, table):
+                last.rows += [table.header] + table.rows
+                last.quotes += [_quote_of_header(table)] + table.quotes
+                continue
+            last = table if lb.table_kind(table.header) else None
+        out.append(piece)
+    return out
+
+
+def _looks_like_rows(head: Table, rows: Table) -> bool:
+    """Whether a headerless run's first line is a row of the table: a number where the table prints its speed."""
+    names = [h.strip().lower() for h in head.header]
+    for k, name in enumerate(names):
+        if "t/s" in name:
+            return k < len(rows.header) and lb.parse_value(rows.header[k]) is not None
+    return False
+
+
+def _quote_of_header(table: Table) -> str:
+    return "| " + " | ".join(table.header) + " |"
 
 
 _HEADINGS = {"h1", "h2", "h3", "h4", "h5", "h6"}

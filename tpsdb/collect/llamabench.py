@@ -55,6 +55,8 @@ _VALUE = re.compile(r"^\s*+(?P<avg>\d[\d,]*+(?:\.\d+)?)\s*+(?:(?:±|\+/-|\+-)\s*
 
 def parse_value(cell: str) -> tuple[float, float | None] | None:
     """(mean, stddev) from "1,003.34 ± 7.71" or "4184.85"; None when the cell is not a number."""
+    if "Â" in cell:  # "±" read as Latin-1 once (Â±) or twice (Ã‚Â±) on its way to the post
+        cell = cell.replace("Ã‚Â±", "±").replace("Â±", "±")
     match = _VALUE.match(cell)
     if not match:
         return None
