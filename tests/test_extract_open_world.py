@@ -200,3 +200,43 @@ build: 3bdc4cd0 (7739)
     assert candidate.record["software"]["options"] == {"fa": 1, "backend": "CUDA", "threads": 16, "ngl": 99,
                                                        "n_ubatch": 512}
     assert accepted(candidate)
+
+
+# ------------------------------------------------------------------------------------ 3. versions stated in the post
+NO_FOOTER = table(build="")
+
+
+@pytest.mark.parametrize(("stated", "version"), [
+    ("Built at commit 3bdc4cd0 with -DGGML_CUDA=ON.", "3bdc4cd0"),
+    ("## b7739\n", "b7739"),
+    ("llama.cpp build 7739, CUDA 12.8", "b7739"),
+    ("```\nC:\\llama-b7739-bin-win-cuda-12.4-x64\\llama-bench.exe -m model.gguf\n```", "b7739"),
+])
+def test_the_one_version_a_post_states_applies_to_its_tables(stated, version):
+    before = one(f"{RTX}{stated}\n\n{NO_FOOTER}")
+    after = one(f"{RTX}{NO_FOOTER}\n{stated}\n")
+    assert before.record["software"]["version"] == after.record["software"]["version"] == version
+    assert accepted(before) and accepted(after)
+
+
+def test_several_versions_stated_each_table_takes_the_nearest_before():
+    text = f"{RTX}## b7000\n\n{table(value='150.00 ± 0.01', build='')}\n## b7739\n\n{table(value='160.00 ± 0.01', build='')}"
+    first, second = extract_text(text, CTX)
+    assert (first.record["software"]["version"], second.record["software"]["version"]) == ("b7000", "b7739")
+
+
+def test_no_version_stated_is_missing():
+    candidate = one(RTX + NO_FOOTER)
+    assert candidate.record["software"]["version"] is None
+    assert "software.version: missing" in validate(candidate.record, today=TODAY).reasons
+
+
+def test_a_build_footer_right_after_the_table_is_read_from_html():
+    # GitHub's Markdown makes the line right after a table one more row of it
+    html = ("<p>Device 0: NVIDIA GeForce RTX 4090, compute capability 8.9, VMM: yes</p><table><thead><tr>"
+            "<th>model</th><th>size</th><th>params</th><th>backend</th><th>ngl</th><th>test</th><th>t/s</th></tr>"
+            "</thead><tbody><tr><td>llama 7B Q4_0</td><td>3.56 GiB</td><td>6.74 B</td><td>CUDA</td><td>99</td>"
+            "<td>tg128</td><td>187.35 ± 0.08</td></tr><tr><td>build: 3bdc4cd0 (7739)</td><td></td><td></td><td></td>"
+            "<td></td><td></td><td></td></tr></tbody></table>")
+    (candidate,) = extract_post(html, CTX)
+    assert candidate.record["software"]["version"] == "b7739 (3bdc4cd0)" and accepted(candidate)

@@ -439,6 +439,10 @@ def _text_lines(piece: Piece, kind: str | None) -> list[str]:
 def read_clues(pieces: list[Piece], kinds: list[str | None]) -> list[Clue]:
     clues: list[Clue] = []
     for i, (piece, kind) in enumerate(zip(pieces, kinds)):
+        if kind is not None:
+            # GitHub's Markdown makes a line right after a table (llama-bench's "build:" footer) a row of it
+            clues += [Clue((i, j + 1), "version", version) for j, quote in enumerate(piece.table.quotes)
+                      if "build" in quote and (version := lb.parse_build(quote))]
         lines = _text_lines(piece, kind)
         if not lines:
             continue
@@ -447,8 +451,10 @@ def read_clues(pieces: list[Piece], kinds: list[str | None]) -> list[Clue]:
         machines = hardware_patterns(whole)  # the machine names to look for, if any
         devices = may_name_device(whole)
         builds = lb.may_state_build(whole)
+        heading = piece.kind == "heading"
+        stated = heading or lb.may_state_version(whole)
         batched = "main:" in whole
-        if not (machines or devices or builds or batched or "llama-b" in whole):
+        if not (machines or devices or builds or stated or batched or "llama-b" in whole):
             continue
         runs: list[list[tuple[int, str]]] = []  # the device lines of each run printed in this piece
         for j, line in enumerate(lines):
@@ -465,6 +471,10 @@ def read_clues(pieces: list[Piece], kinds: list[str | None]) -> list[Clue]:
             version = lb.parse_build(line) if builds else None
             if version:
                 clues.append(Clue((i, j), "version", version))
+            else:
+                version = lb.parse_stated_version(line, heading) if stated else None
+                if version:
+                    clues.append(Clue((i, j), "stated_version", version))
             params = lb.parse_batched_params(line) if batched else None
             if params:
                 clues.append(Clue((i, j), "batched_params", params))
@@ -553,7 +563,15 @@ class Reading:
         return -1
 
     def version_at(self, pos: Position) -> str | None:
-        return _after_then_before(self._of("version"), pos)
+        """The build line after the table (llama-bench prints it as a footer), else the last one before; else a
+        version the post states in passing: the only one it states, else the nearest before, else after."""
+        found = _after_then_before(self._of("version"), pos)
+        if found:
+            return found
+        stated = self._of("stated_version")
+        if len({c.value for c in stated}) == 1:
+            return stated[0].value
+        return _before_then_after(stated, pos)
 
     def command_at(self, pos: Position, tool: str) -> str | None:
         found = _before_then_after(self._of("command", lambda v: v[0] == tool), pos)

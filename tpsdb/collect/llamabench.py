@@ -175,6 +175,40 @@ _BUILD_PATTERNS = [
 ]
 
 
+# Versions a post states in passing (weaker than a build line: used when no build line gives the table's version).
+_STATED_PATTERNS = [
+    re.compile(r"\bcommit:?\s++(?P<commit>[0-9a-f]{7,40})\b"),
+    re.compile(r"\bbuild\s++(?P<number>\d{3,5})\b"),
+    re.compile(r"\b(?:release|tag|version)\s++b(?P<number>\d{4,5})\b"),
+    # the path or archive of a release binary: "llama-b7739-bin-win-cuda-x64\llama-bench.exe", "llama.cpp-b7739/"
+    re.compile(r"(?<![\w.-])llama(?:\.cpp)?-b(?P<number>\d{4,5})(?![\d])"),
+]
+_HEADING_BUILD = re.compile(r"^\s*+(?:llama\.cpp\s++)?b(?P<number>\d{4,5})\b")
+
+
+def may_state_version(text: str) -> bool:
+    """Whether a text holds a word some stated-version pattern needs."""
+    return "commit" in text or "build" in text or "llama-b" in text or "llama.cpp-b" in text or "release" in text \
+        or "tag" in text or "version" in text
+
+
+def parse_stated_version(line: str, heading: bool = False) -> str | None:
+    """A version stated in passing on a line ("commit 3bdc4cd0", "build 7739", a heading "b7739", a release
+    binary's path), or None."""
+    if heading:
+        match = _HEADING_BUILD.match(line)
+        if match:
+            return format_version(match["number"], None)
+    if not may_state_version(line):
+        return None
+    for pattern in _STATED_PATTERNS:
+        match = pattern.search(line)
+        if match:
+            groups = match.groupdict()
+            return format_version(groups.get("number"), groups.get("commit"))
+    return None
+
+
 def format_version(number: int | str | None, commit: str | None) -> str | None:
     """The canonical version: "b6918 (2f68ce7cf)", "b6918", or "8e672efe"."""
     number = int(number) if number not in (None, "") else None
