@@ -240,3 +240,23 @@ def test_a_build_footer_right_after_the_table_is_read_from_html():
             "<td></td><td></td><td></td></tr></tbody></table>")
     (candidate,) = extract_post(html, CTX)
     assert candidate.record["software"]["version"] == "b7739 (3bdc4cd0)" and accepted(candidate)
+
+
+# ------------------------------------------------------------------------------------ 4. llama.cpp's own type names
+@pytest.mark.parametrize(("label", "quant"), [
+    ("llama 7B Q4_0_4_8", "Q4_0_4_8"),
+    ("bitnet 3B IQ2_BN - 2.00 bpw Bitnet", "IQ2_BN"),
+    ("llama 8B TQ1_0 - 1.69 bpw ternary", "TQ1_0"),
+    ("llama 8B IQ4_NL - 4.5 bpw", "IQ4_NL"),
+    ("gpt-oss 20B MXFP4 MoE", "MXFP4"),
+])
+def test_every_quantization_llama_cpp_defines_is_a_named_format(label, quant):
+    candidate = one(RTX + table().replace("llama 7B Q4_0", label))
+    assert candidate.record["quantization"] == quant
+    assert not any(r.startswith("quantization") for r in validate(candidate.record, today=TODAY).reasons)
+
+
+@pytest.mark.parametrize("name", ["Q7_0", "Q2_K_M", "4-bit", "IQ9_XS"])
+def test_names_llama_cpp_does_not_define_are_refused(name):
+    from tpsdb.record import named_quantization
+    assert named_quantization(name) is None

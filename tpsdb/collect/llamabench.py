@@ -116,7 +116,7 @@ def parse_params_b(cell: str) -> float | None:
 
 # llama.cpp's ftype names (llama_model_ftype_name) -> the format name without decorations.
 _K_SIZES = {"small": "S", "medium": "M", "large": "L"}
-_QUANT_TOKEN = re.compile(r"^(?:I?Q\d\w*|TQ\d_\d|F16|F32|BF16|MXFP4|NVFP4|FP8|\?)$", re.I)
+_QUANT_TOKEN = re.compile(r"^(?:I?Q\d\w*|TQ\d_\d|F16|F32|F64|BF16|MXFP4|NVFP4|FP8|I8|I16|I32|I64|\?)$", re.I)
 _QUANT_PREFIX = re.compile(r"^(mostly|all)\s+", re.I)
 _QUANT_SOME = re.compile(r",\s*some\s+\w+$", re.I)
 _QUANT_MOE = re.compile(r"(?<!\s)\s+MoE$", re.I)
