@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import re
+import tomllib
 from dataclasses import dataclass, field
 from functools import lru_cache
 from datetime import date, datetime, timezone
@@ -19,19 +20,24 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PlainValidat
 from pydantic_core import PydanticCustomError
 
 from .collect.llamabench import GIB_IN_GB, MIB_IN_GB  # the units llama-bench prints, defined once
+from .config import REFERENCE_DIR
 from .models import Figure, NatureKind, Phase
 
 
 # Format names as the tools print them. A name matching none of these ("4-bit", "8 bits", "int4?") is refused:
 # the bit count alone does not say which kernels and which bytes per weight were used.
+# llama.cpp's own names come from data/reference/names/quant_types.toml (ggml types and llama file types, read
+# from llama.cpp's sources); the pattern holds the other tools' formats.
 _NAMED_QUANT = re.compile(
     r"""^(
-        F16|F32|BF16|FP16|FP32|FP8|FP8_E4M3|FP8_E5M2|FP4|NVFP4|MXFP4|MXFP6|MXFP8|INT8|INT4|W8A8|W4A16|W8A16
-        |Q[1-8]_[01]|Q[2-8]_K(_[SML]|_XL)?|IQ[1-4]_(XXS|XS|S|M|NL)|IQ4_NL|IQ4_XS|TQ[12]_0
+        FP16|FP32|FP8|FP8_E4M3|FP8_E5M2|FP4|NVFP4|MXFP4|MXFP6|MXFP8|INT8|INT4|W8A8|W4A16|W8A16
+        |Q[2-8]_K_XL
         |AWQ|GPTQ|EXL2|EXL3|HQQ|BNB_NF4|NF4|MLX_4BIT|MLX_8BIT|MLX_3BIT|MLX_6BIT|DWQ
     )$""",
     re.X,
 )
+_QUANT_TYPES = tomllib.loads((REFERENCE_DIR / "names" / "quant_types.toml").read_text(encoding="utf-8"))
+LLAMA_CPP_QUANTS = frozenset(_QUANT_TYPES["ggml_types"]) | frozenset(_QUANT_TYPES["llama_ftypes"])
 
 
 # Bounds that catch nonsense (a unit slip, a raw count, an overflow) and that no real figure comes near. Counts stay
@@ -94,7 +100,7 @@ class Reason:
 def named_quantization(value: str) -> str | None:
     """The canonical spelling of a quantization format name, or None when it is not a named format."""
     candidate = value.strip().upper().replace("-", "_").replace(" ", "_")
-    return candidate if _NAMED_QUANT.match(candidate) else None
+    return candidate if candidate in LLAMA_CPP_QUANTS or _NAMED_QUANT.match(candidate) else None
 
 
 # ----------------------------------------------------------------------------------------------- the format (v1)

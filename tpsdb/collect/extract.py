@@ -63,12 +63,12 @@ SAMPLING_SPEED = "phase: sampling speed, not model throughput"
 
 def extract_post(body_html: str, ctx: PostContext) -> list[Candidate]:
     """Every speed figure in one post, from its HTML body (GraphQL bodyHTML or the page's comment body)."""
-    return _extract(pieces_from_html(body_html), ctx)
+    return _extract(join_split_tables(pieces_from_html(body_html)), ctx)
 
 
 def extract_text(text: str, ctx: PostContext) -> list[Candidate]:
     """Every speed figure in Markdown or plain text holding llama-bench / llama-batched-bench output."""
-    return _extract(pieces_from_text(text, markdown=True), ctx)
+    return _extract(join_split_tables(pieces_from_text(text, markdown=True)), ctx)
 
 
 # ----------------------------------------------------------------------------------------------- HTML trees
@@ -195,7 +195,9 @@ def pieces_from_text(text: str, *, markdown: bool) -> list[Piece]:
             pieces.append(Piece("text", lines=list(prose)))
         prose.clear()
 
-    for line in text.splitlines():
+    lines = text.splitlines()
+    width = 0  # the cells of the pipe table being read (a row without outer pipes must have as many)
+    for k, line in enumerate(lines):
         stripped = line.strip()
         if markdown and _FENCE.match(stripped):
             in_fence = not in_fence
@@ -203,9 +205,12 @@ def pieces_from_text(text: str, *, markdown: bool) -> list[Piece]:
             continue
         if markdown and not in_fence and stripped.startswith(">"):
             continue  # quoted from another post
-        if stripped.startswith("|"):
+        if stripped.startswith("|") or (
+                "|" in stripped and _bare_row(stripped, width if pipes else 0, lines[k + 1] if k + 1 < len(lines) else "")):
             if prose:
                 flush()
+            if not pipes:
+                width = len(_split_cells(line))
             pipes.append(line)
             continue
         if pipes:
@@ -217,6 +222,50 @@ def pieces_from_text(text: str, *, markdown: bool) -> list[Piece]:
         prose.append(line)
     flush()
     return pieces
+
+
+def _bare_row(line: str, width: int, next_line: str) -> bool:
+    """A table row written without outer pipes ("model | size | t/s"): a header followed by its separator row, or
+    a row of as many cells as the table being read (a log line with a "|" is neither)."""
+    cells = len(_split_cells(line))
+    if cells < 3:
+        return False
+    if width:
+        return cells == width
+    following = next_line.strip()
+    return (bool(following) and _SEPARATOR_ROW.fullmatch(following) is not None and "-" in following
+            and len(_split_cells(following)) == cells)
+
+
+def join_split_tables(pieces: list[Piece]) -> list[Piece]:
+    """Rows of one table cut by log lines, blank lines or a <details> block: a run of rows without a header,
+    of the width of the last table with a header, continues it (its rows, after the ones before)."""
+    out: list[Piece] = []
+    last: Table | None = None
+    for piece in pieces:
+        table = piece.table
+        if piece.kind == "table" and table is not None:
+            if last is not None and table.header and lb.table_kind(table.header) is None \
+                    and len(table.header) == len(last.header) and _looks_like_rows(last, table):
+                last.rows += [table.header] + table.rows
+                last.quotes += [_quote_of_header(table)] + table.quotes
+                continue
+            last = table if lb.table_kind(table.header) else None
+        out.append(piece)
+    return out
+
+
+def _looks_like_rows(head: Table, rows: Table) -> bool:
+    """Whether a headerless run's first line is a row of the table: a number where the table prints its speed."""
+    names = [h.strip().lower() for h in head.header]
+    for k, name in enumerate(names):
+        if "t/s" in name:
+            return k < len(rows.header) and lb.parse_value(rows.header[k]) is not None
+    return False
+
+
+def _quote_of_header(table: Table) -> str:
+    return "| " + " | ".join(table.header) + " |"
 
 
 _HEADINGS = {"h1", "h2", "h3", "h4", "h5", "h6"}
@@ -364,6 +413,20 @@ class Clue:
     value: object
 
 
+@dataclass(frozen=True)
+class Machine:
+    """A machine a post names: from a device line of a log, a heading or a line of prose."""
+
+    name: str
+    kind: str  # "gpu" | "cpu" | "soc" (machines.Mention.kind)
+    source: str  # "device" | "heading" | "line"
+
+
+AMBIGUOUS_HARDWARE = "hardware.name: ambiguous ({})"
+# The backends of a llama-bench row that run on the host processor: such a row's machine is the CPU the post names.
+_CPU_BACKENDS = {"cpu", "blas", "cpu,blas", "blas,cpu", "openblas", "cpu, blas", "accelerate"}
+
+
 def _text_lines(piece: Piece, kind: str | None) -> list[str]:
     """The lines of a piece that may carry clues: prose, headings, and tables that hold no figure (nvidia-smi)."""
     if piece.kind != "table":
@@ -376,6 +439,10 @@ def _text_lines(piece: Piece, kind: str | None) -> list[str]:
 def read_clues(pieces: list[Piece], kinds: list[str | None]) -> list[Clue]:
     clues: list[Clue] = []
     for i, (piece, kind) in enumerate(zip(pieces, kinds)):
+        if kind is not None:
+            # GitHub's Markdown makes a line right after a table (llama-bench's "build:" footer) a row of it
+            clues += [Clue((i, j + 1), "version", version) for j, quote in enumerate(piece.table.quotes)
+                      if "build" in quote and (version := lb.parse_build(quote))]
         lines = _text_lines(piece, kind)
         if not lines:
             continue
@@ -384,8 +451,10 @@ def read_clues(pieces: list[Piece], kinds: list[str | None]) -> list[Clue]:
         machines = hardware_patterns(whole)  # the machine names to look for, if any
         devices = may_name_device(whole)
         builds = lb.may_state_build(whole)
+        heading = piece.kind == "heading"
+        stated = heading or lb.may_state_version(whole)
         batched = "main:" in whole
-        if not (machines or devices or builds or batched or "llama-b" in whole):
+        if not (machines or devices or builds or stated or batched or "llama-b" in whole):
             continue
         runs: list[list[tuple[int, str]]] = []  # the device lines of each run printed in this piece
         for j, line in enumerate(lines):
@@ -396,10 +465,16 @@ def read_clues(pieces: list[Piece], kinds: list[str | None]) -> list[Clue]:
                     runs.append([])
                 runs[-1].append((j, name))
             elif machines:
-                clues += [Clue((i, j), "hardware", m.name) for m in hardware_mentions(line, machines)]
+                source = "heading" if piece.kind == "heading" else "line"
+                clues += [Clue((i, j), "hardware", Machine(m.name, m.kind, source))
+                          for m in hardware_mentions(line, machines)]
             version = lb.parse_build(line) if builds else None
             if version:
                 clues.append(Clue((i, j), "version", version))
+            else:
+                version = lb.parse_stated_version(line, heading) if stated else None
+                if version:
+                    clues.append(Clue((i, j), "stated_version", version))
             params = lb.parse_batched_params(line) if batched else None
             if params:
                 clues.append(Clue((i, j), "batched_params", params))
@@ -407,7 +482,9 @@ def read_clues(pieces: list[Piece], kinds: list[str | None]) -> list[Clue]:
         for run in runs:
             machine = devices_hardware([name for _, name in run])
             if machine:
-                clues.append(Clue((i, run[0][0]), "hardware", machine))
+                kinds = {m.kind for m in hardware_mentions(machine)}
+                clues.append(Clue((i, run[0][0]), "hardware", Machine(machine, "soc" if "soc" in kinds else "gpu",
+                                                                       "device")))
         # A command may span lines ("\\" continuations). Its line number after joining is only approximate, which
         # is enough: positions only order clues against tables, and a table is always a piece of its own.
         if "llama-b" in whole:  # no command without the tool's name
@@ -438,6 +515,7 @@ class Reading:
         self._headings_before: list[int] | None = None
         self._bench_tables: dict[int, list[int]] | None = None
         self.table_models: dict[int, ModelRow | None] = {}  # llama-bench table -> its one model (_section_model)
+        self._hardware: dict[tuple, tuple[str | None, str | None]] = {}
 
     @property
     def clues(self) -> list[Clue]:
@@ -454,11 +532,46 @@ class Reading:
         clues = self._by_kind.get(kind, [])
         return clues if test is None else [c for c in clues if test(c.value)]
 
-    def hardware_at(self, pos: Position) -> str | None:
-        return _before_then_after(self._of("hardware"), pos)
+    def hardware_at(self, pos: Position, wanted: str | None = None) -> tuple[str | None, str | None]:
+        """(machine, None), or (None, the reason it is unknown) for the figures of a table at `pos`.
+
+        `wanted`: "cpu" for rows a CPU backend ran (the host processor named), "gpu" for the other backends, None
+        when the table does not say (an accelerator, else a processor)."""
+        key = (pos, wanted)
+        found = self._hardware.get(key)
+        if found is None:
+            clues = self._of("hardware")
+            if wanted == "cpu":
+                pools = [[c for c in clues if c.value.kind != "gpu"]]
+            else:
+                pools = [[c for c in clues if c.value.kind != "cpu"]]
+                if wanted is None:
+                    pools.append([c for c in clues if c.value.kind == "cpu"])
+            found = (None, None)
+            for pool in pools:
+                found = _machine_for(pool, pos, self.previous_table(pos[0]))
+                if found != (None, None):
+                    break
+            self._hardware[key] = found
+        return found
+
+    def previous_table(self, index: int) -> int:
+        """The piece index of the figure table before piece `index` (-1 when none)."""
+        for j in range(index - 1, -1, -1):
+            if self.kinds[j] is not None:
+                return j
+        return -1
 
     def version_at(self, pos: Position) -> str | None:
-        return _after_then_before(self._of("version"), pos)
+        """The build line after the table (llama-bench prints it as a footer), else the last one before; else a
+        version the post states in passing: the only one it states, else the nearest before, else after."""
+        found = _after_then_before(self._of("version"), pos)
+        if found:
+            return found
+        stated = self._of("stated_version")
+        if len({c.value for c in stated}) == 1:
+            return stated[0].value
+        return _before_then_after(stated, pos)
 
     def command_at(self, pos: Position, tool: str) -> str | None:
         found = _before_then_after(self._of("command", lambda v: v[0] == tool), pos)
@@ -536,6 +649,43 @@ def _after_then_before(clues: list[Clue], pos: Position):
         return clues[k].value
     k = bisect_left(clues, pos, key=_position)
     return clues[k - 1].value if k else None
+
+
+def _machine_for(clues: list[Clue], pos: Position, previous_table: int) -> tuple[str | None, str | None]:
+    """The machine of a table at `pos` from the machines the post names (of the kind the table wants).
+
+    A log's device lines name the run they print: the last run before the table, else the first after. Headings
+    and lines name the machine of the tables that follow them: the machines named since the previous table (one,
+    or several names: ambiguous), else the last one named before. Named only after the table, a machine counts
+    when the post names no other one (a heading after a table never names it)."""
+    if not clues:
+        return None, None
+    devices = [c for c in clues if c.value.source == "device"]
+    named = [c for c in clues if c.value.source != "device"]
+    before_devices = [c for c in devices if c.pos < pos]
+    if before_devices:
+        return before_devices[-1].value.name, None
+    before = [c for c in named if c.pos < pos]
+    if before:
+        since = dict.fromkeys(c.value.name for c in before if c.pos[0] > previous_table)
+        if len(since) > 1:
+            return None, AMBIGUOUS_HARDWARE.format(", ".join(since))
+        return (next(iter(since)) if since else before[-1].value.name), None
+    if devices:
+        return devices[0].value.name, None
+    names = dict.fromkeys(c.value.name for c in named)
+    if not any(c.value.source == "line" for c in named):
+        return None, None
+    if len(names) > 1:
+        return None, AMBIGUOUS_HARDWARE.format(", ".join(names))
+    return next(iter(names)), None
+
+
+def _wanted_kind(backend: str | None) -> str | None:
+    """The kind of machine a llama-bench row's backend ran on ("CPU" -> the processor); None when unknown."""
+    if not backend:
+        return None
+    return "cpu" if " ".join(backend.lower().split()) in _CPU_BACKENDS else "gpu"
 
 
 def _position(clue: Clue) -> Position:
@@ -664,7 +814,6 @@ def _picker(indexes: list[int]):
 # ------------------------------------------------------------------------------------------- table readers
 def _llama_bench(reading: Reading, t: int, i: int, table: Table) -> list[Candidate]:
     pos = (i, 0)
-    hardware = reading.hardware_at(pos)
     version = reading.version_at(pos)
     command = reading.command_at(pos, lb.LLAMA_BENCH)
     procedure = command or lb.LLAMA_BENCH
@@ -673,6 +822,7 @@ def _llama_bench(reading: Reading, t: int, i: int, table: Table) -> list[Candida
     columns = _Columns(table)
     k_value, k_test = columns.at("t/s"), columns.at("test")
     model_cells = itemgetter(*(columns.at(name) for name in ("model", "params", "size", "backend")))
+    key_backend = itemgetter(columns.at("backend"))
     option_columns = columns.option_columns()
     option_cells = _picker([k for k, _ in option_columns])
     option_keys = [key for _, key in option_columns]
@@ -699,12 +849,13 @@ def _llama_bench(reading: Reading, t: int, i: int, table: Table) -> list[Candida
                 if cell != "":
                     options[name] = reading.option_value(cell)
         (name, params_b, file_size_gb), quantization = model
+        hardware, unknown = reading.hardware_at(pos, _wanted_kind(key_backend(cells)))
         record = _record(ctx, quote, hardware=hardware,
                          model={"name": name, "params_b": params_b, "file_size_gb": file_size_gb},
                          quantization=quantization, version=version, options=dict(options), lengths=_lengths(shape),
                          users=1, figure="per_user", procedure=procedure, phase=shape.phase if shape else None,
                          value=value[0], stddev=value[1])
-        out.append(Candidate(record, f"t{t}:r{r}:{shape.phase if shape else 'unknown'}"))
+        out.append(Candidate(record, f"t{t}:r{r}:{shape.phase if shape else 'unknown'}", [unknown] if unknown else []))
     return out
 
 
@@ -732,13 +883,14 @@ def _section_model(reading: Reading, i: int) -> ModelRow | None:
 
 def _batched_bench(reading: Reading, t: int, i: int, table: Table) -> list[Candidate]:
     pos = (i, 0)
-    hardware, version = reading.hardware_at(pos), reading.version_at(pos)
+    version = reading.version_at(pos)
     command = reading.command_at(pos, lb.BATCHED_BENCH)
     procedure = command or lb.BATCHED_BENCH
     options = reading.batched_params_at(pos)
     model = _section_model(reading, i)
     if model and model.backend:
         options = {"backend": model.backend, **options}
+    hardware, unknown = reading.hardware_at(pos, _wanted_kind(model.backend if model else None))
     ctx = reading.ctx
     columns = _Columns(table)
     if not {"pp", "tg", "b"} <= columns.index.keys():
@@ -769,7 +921,7 @@ def _batched_bench(reading: Reading, t: int, i: int, table: Table) -> list[Candi
                              quantization=quantization, version=version, options=dict(options), lengths=lengths,
                              users=users, figure="aggregate", procedure=procedure, phase=phase, value=value[0],
                              stddev=value[1])
-            candidate = Candidate(record, f"t{t}:r{r}:{phase}")
+            candidate = Candidate(record, f"t{t}:r{r}:{phase}", [unknown] if unknown else [])
             # the only counts of a post that no bounded pattern reads: any number of digits
             if not -_INT_LIMIT < min(pp, tg, users) <= max(pp, tg, users) < _INT_LIMIT:
                 refuse_unstorable_numbers(candidate)
@@ -830,7 +982,7 @@ def _compare(reading: Reading, t: int, i: int, table: Table) -> list[Candidate]:
     """Compare tables: the figures are kept as rejections; which build and settings each column ran is unknown."""
     value_columns = [h for h in table.header if "t/s" in h.lower()]
     reason = COMPARE_TABLE.format(" vs ".join(value_columns))
-    post_hardware = reading.hardware_at((i, 0))
+    post_hardware = reading.hardware_at((i, 0))[0]
     columns = _Columns(table)
     test, model_cell, params, size, backend, gpu = map(columns.getter,
                                                        ("test", "model", "params", "size", "backend", "gpu"))
@@ -865,7 +1017,7 @@ def _summary(reading: Reading, t: int, i: int, table: Table) -> list[Candidate]:
         if value is None:
             continue
         shape = reading.test(test(row))
-        record = _record(reading.ctx, quote, hardware=reading.hardware_at((i, 0)),
+        record = _record(reading.ctx, quote, hardware=reading.hardware_at((i, 0))[0],
                          version=reading.version_at((i, 0)), lengths=_lengths(shape), users=1, figure="per_user",
                          procedure=lb.LLAMA_BENCH, phase=shape.phase if shape else None, value=value[0],
                          stddev=value[1])

@@ -55,6 +55,8 @@ _VALUE = re.compile(r"^\s*+(?P<avg>\d[\d,]*+(?:\.\d+)?)\s*+(?:(?:±|\+/-|\+-)\s*
 
 def parse_value(cell: str) -> tuple[float, float | None] | None:
     """(mean, stddev) from "1,003.34 ± 7.71" or "4184.85"; None when the cell is not a number."""
+    if "Â" in cell:  # "±" read as Latin-1 once (Â±) or twice (Ã‚Â±) on its way to the post
+        cell = cell.replace("Ã‚Â±", "±").replace("Â±", "±")
     match = _VALUE.match(cell)
     if not match:
         return None
@@ -114,7 +116,7 @@ def parse_params_b(cell: str) -> float | None:
 
 # llama.cpp's ftype names (llama_model_ftype_name) -> the format name without decorations.
 _K_SIZES = {"small": "S", "medium": "M", "large": "L"}
-_QUANT_TOKEN = re.compile(r"^(?:I?Q\d\w*|TQ\d_\d|F16|F32|BF16|MXFP4|NVFP4|FP8|\?)$", re.I)
+_QUANT_TOKEN = re.compile(r"^(?:I?Q\d\w*|TQ\d_\d|F16|F32|F64|BF16|MXFP4|NVFP4|FP8|I8|I16|I32|I64|\?)$", re.I)
 _QUANT_PREFIX = re.compile(r"^(mostly|all)\s+", re.I)
 _QUANT_SOME = re.compile(r",\s*some\s+\w+$", re.I)
 _QUANT_MOE = re.compile(r"(?<!\s)\s+MoE$", re.I)
@@ -171,6 +173,40 @@ _BUILD_PATTERNS = [
     # a benchmark run after "git checkout 8e672efe" ran that commit
     re.compile(r"\bgit\s+checkout\s+(?P<commit>[0-9a-f]{7,40})\b"),
 ]
+
+
+# Versions a post states in passing (weaker than a build line: used when no build line gives the table's version).
+_STATED_PATTERNS = [
+    re.compile(r"\bcommit:?\s++(?P<commit>[0-9a-f]{7,40})\b"),
+    re.compile(r"\bbuild\s++(?P<number>\d{3,5})\b"),
+    re.compile(r"\b(?:release|tag|version)\s++b(?P<number>\d{4,5})\b"),
+    # the path or archive of a release binary: "llama-b7739-bin-win-cuda-x64\llama-bench.exe", "llama.cpp-b7739/"
+    re.compile(r"(?<![\w.-])llama(?:\.cpp)?-b(?P<number>\d{4,5})(?![\d])"),
+]
+_HEADING_BUILD = re.compile(r"^\s*+(?:llama\.cpp\s++)?b(?P<number>\d{4,5})\b")
+
+
+def may_state_version(text: str) -> bool:
+    """Whether a text holds a word some stated-version pattern needs."""
+    return "commit" in text or "build" in text or "llama-b" in text or "llama.cpp-b" in text or "release" in text \
+        or "tag" in text or "version" in text
+
+
+def parse_stated_version(line: str, heading: bool = False) -> str | None:
+    """A version stated in passing on a line ("commit 3bdc4cd0", "build 7739", a heading "b7739", a release
+    binary's path), or None."""
+    if heading:
+        match = _HEADING_BUILD.match(line)
+        if match:
+            return format_version(match["number"], None)
+    if not may_state_version(line):
+        return None
+    for pattern in _STATED_PATTERNS:
+        match = pattern.search(line)
+        if match:
+            groups = match.groupdict()
+            return format_version(groups.get("number"), groups.get("commit"))
+    return None
 
 
 def format_version(number: int | str | None, commit: str | None) -> str | None:

@@ -5,15 +5,27 @@
 machine it names, or None. Names that say nothing about the chip ("NVIDIA Graphics Device", "AMD Radeon Graphics")
 and hosts (a CPU, a Raspberry Pi, "Strix Halo") are deliberately not matched: a wrong machine is worse than none.
 
-`hardware_mentions` finds every machine named in a text, with its position; `device_on_line` and
-`devices_hardware` read the device lines that llama.cpp and nvidia-smi print (several identical GPUs become "8x NVIDIA A100 80GB PCIe").
+`hardware_mentions` finds every machine named in a text, with its position and kind (gpu, cpu or soc);
+`device_on_line` and `devices_hardware` read the device lines that llama.cpp (CUDA, ROCm, Vulkan, Metal, SYCL)
+and nvidia-smi print (several identical GPUs become "8x NVIDIA A100 80GB PCIe").
+
+Besides the built-in patterns below, the families, aliases and generic cleaning rules of
+data/reference/names/machines.toml apply (data, not code). A device line names its device even when nothing
+knows it: its name, cleaned by the generic rules ((R), (TM), "Graphics", driver notes dropped), is the machine,
+as long as it is a vendor's name and a model number (`open_world_name`).
 """
 
 from __future__ import annotations
 
 import re
+import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass
+
+from tpsdb.config import REFERENCE_DIR
+
+CATALOGUE_PATH = REFERENCE_DIR / "names" / "machines.toml"
+_CATALOGUE = tomllib.loads(CATALOGUE_PATH.read_text(encoding="utf-8"))
 
 # Exact names (compared case-insensitively, spaces collapsed) that the patterns below cannot spell out.
 ALIASES: dict[str, str] = {
@@ -23,6 +35,7 @@ ALIASES: dict[str, str] = {
     "nvidia dgx spark": "NVIDIA DGX Spark",
     "nvidia dgx spark (gb10)": "NVIDIA DGX Spark",
     "dgx spark (gb10)": "NVIDIA DGX Spark",
+    **_CATALOGUE.get("alias", {}),
 }
 
 
@@ -31,6 +44,7 @@ class Mention:
     start: int
     end: int
     name: str
+    kind: str = "gpu"  # "gpu" (an accelerator), "cpu" (a host processor) or "soc" (both: Apple M, DGX Spark)
 
 
 def _apple(m: re.Match) -> str:
@@ -124,12 +138,43 @@ _NEEDS: list[tuple[str, ...] | Callable[[str], object]] = [
     lambda text: "Arc" in text,
 ]
 assert len(_NEEDS) == len(_PATTERNS)
-_ENTRIES = [(pattern, build, needs) for (pattern, build), needs in zip(_PATTERNS, _NEEDS)]
+_KINDS = ["soc", "soc"] + ["gpu"] * 6 + ["soc"] + ["gpu"] * 4
+assert len(_KINDS) == len(_PATTERNS)
+
+
+def _family_builder(family: dict) -> Callable[[re.Match], str]:
+    template, upper = family["name"], set(family.get("upper", ()))
+
+    def build(m: re.Match) -> str:
+        groups = {k: (v.upper() if k in upper else v) if v else "" for k, v in m.groupdict().items()}
+        return " ".join(template.format(**groups).split())
+    return build
+
+
+# The catalogue's families (data/reference/names/machines.toml), after the built-in patterns: on a tie (same
+# start, same length) the built-in name is kept.
+_FAMILIES = [re.compile(f["pattern"]) for f in _CATALOGUE.get("family", [])]
+_ENTRIES = [(pattern, build, needs, kind) for (pattern, build), needs, kind in zip(_PATTERNS, _NEEDS, _KINDS)] + [
+    (pattern, _family_builder(f), tuple(f["needs"]), f["kind"])
+    for pattern, f in zip(_FAMILIES, _CATALOGUE.get("family", []))]
+
+# Generic cleaning: trademark marks go before any pattern is tried ("Intel(R) Arc(TM) B580" is "Intel Arc B580").
+_CLEAN = _CATALOGUE.get("clean", {})
+_MARKS = tuple(_CLEAN.get("marks", ()))
+
+
+def clean_marks(text: str) -> str:
+    """The text without (R), (TM), ® and ™."""
+    for mark in _MARKS:
+        if mark in text:
+            text = text.replace(mark, " " if mark.startswith("(") else "")
+    return text
 
 
 def hardware_patterns(text: str, among: list | None = None) -> list:
     """The patterns (of `among`, else of all) that may match somewhere in the text: those whose needed words
     it holds. For a larger text, the only ones to try on each of its lines."""
+    text = clean_marks(text)
     lower = text.lower()
     possible = []
     for entry in _ENTRIES if among is None else among:
@@ -152,15 +197,16 @@ def hardware_mentions(text: str, patterns: list | None = None) -> list[Mention]:
     """
     if patterns is not None and not patterns:
         return []
-    found = [(m.start(), m.end(), m, build)
-             for pattern, build, _ in hardware_patterns(text, patterns) for m in pattern.finditer(text)]
+    text = clean_marks(text)
+    found = [(m.start(), m.end(), m, build, kind)
+             for pattern, build, _, kind in hardware_patterns(text, patterns) for m in pattern.finditer(text)]
     if not found:
         return []
     found.sort(key=lambda x: (x[0], x[0] - x[1]))
     kept: list[Mention] = []
-    for start, end, match, build in found:
+    for start, end, match, build, kind in found:
         if not kept or start >= kept[-1].end:
-            kept.append(Mention(start, end, build(match)))  # names built for the kept matches only
+            kept.append(Mention(start, end, build(match), kind))  # names built for the kept matches only
     return kept
 
 
@@ -176,7 +222,61 @@ def canonical_hardware(text: str) -> str | None:
         single = canonical_hardware(multi["rest"])
         return f"{int(multi['count'])}x {single}" if single else None
     mentions = hardware_mentions(text)
-    return mentions[0].name if mentions else None
+    if mentions:
+        return mentions[0].name
+    return ALIASES.get(" ".join(clean_marks(text).split()).lower()) or open_world_name(text)
+
+
+_NOISE = {w.lower() for w in _CLEAN.get("noise", ())}
+_VAGUE = set(_CATALOGUE.get("vague", {}).get("names", ()))
+_VENDORS = tuple(_CLEAN.get("vendors", ()))
+_FAMILY_WORDS = {w.lower() for w in _CLEAN.get("family_words", ())}
+_VENDOR_OF_FAMILY = {"geforce": "NVIDIA", "quadro": "NVIDIA", "tesla": "NVIDIA", "titan": "NVIDIA",
+                     "radeon": "AMD", "instinct": "AMD", "arc": "Intel", "iris": "Intel", "adreno": "Qualcomm"}
+_CODE_NAME = re.compile(r"[A-Z]{3}(?:-[A-Z])?")  # MTL, LNL, ARL, ADL-S: Intel's iGPU code names
+
+
+def strip_driver_notes(name: str) -> str:
+    """A device name without the driver's notes in parentheses ("(RADV NAVI31) (radv)", "(Intel open-source Mesa
+    driver)"); a code name alone in parentheses ("(MTL)") stays: for an iGPU it is the only model there is."""
+    out, depth, note = [], 0, []
+    for ch in name:
+        if ch == "(":
+            depth += 1
+            note = []
+        elif ch == ")" and depth:
+            depth -= 1
+            inner = "".join(note).strip()
+            if not depth and _CODE_NAME.fullmatch(inner):
+                out.append(f"({inner})")
+        elif depth:
+            note.append(ch)
+        else:
+            out.append(ch)
+    return " ".join("".join(out).split())
+
+
+def open_world_name(text: str) -> str | None:
+    """The name of a device no pattern knows, by generic rules: a vendor (or a family that says it), then only
+    family words and model numbers ("NVIDIA GeForce GT 1030", "Moore Threads MTT S80"). Names that say nothing
+    about the chip ("NVIDIA Graphics Device", "AMD Radeon Graphics") and prose are None."""
+    name = strip_driver_notes(clean_marks(text))
+    if not name or name.lower() in _VAGUE:
+        return None
+    alias = ALIASES.get(name.lower())
+    if alias:
+        return alias
+    vendor = next((v for v in _VENDORS if name.lower().startswith(v.lower() + " ")), None)
+    rest = name[len(vendor):].split() if vendor else name.split()
+    if not vendor and rest:
+        vendor = _VENDOR_OF_FAMILY.get(rest[0].lower())
+    words = [w for w in rest if w.lower() not in _NOISE]
+    if not vendor or not words or not any(c.isdigit() for w in words for c in w):
+        return None
+    if not all(w.lower() in _FAMILY_WORDS or any(c.isdigit() for c in w) for w in words):
+        return None
+    name = " ".join([vendor] + words)
+    return None if name.lower() in _VAGUE else name
 
 
 # ---------------------------------------------------------------------------------- device lines in logs
@@ -185,9 +285,14 @@ def canonical_hardware(text: str) -> str | None:
 # blanks is read in one pass, where "\s*(?P<name>.+?)\s*" tries every split of each run (quadratic).
 _DEVICE_LINES = [
     re.compile(r"^\s*Device\s+(?P<index>\d{1,9}):(?P<name>[^,]+),"),
-    # bounded: a try from every "ggml_vulkan:" of a line must not read the rest of the line
-    re.compile(r"ggml_vulkan:\s*(?P<index>\d{1,9})\s*=(?P<name>[^|(]{1,200})[(|]"),
+    # bounded: a try from every "ggml_vulkan:" of a line must not read the rest of the line; the driver's notes
+    # in parentheses are dropped after (strip_driver_notes)
+    re.compile(r"ggml_vulkan:\s*(?P<index>\d{1,9})\s*=(?P<name>[^|]{1,200})\|"),
     re.compile(r"ggml_metal_(?:device_)?init:\s*(?:found device|GPU name):(?P<name>.+)$"),
+    # llama.cpp's "using device CUDA0 (NVIDIA GeForce RTX 4090) - 23008 MiB free", "MTL0 (Apple M2 Max)"
+    re.compile(r"\busing device\s++[A-Za-z]++(?P<index>\d{1,3})\s*+\((?P<name>[^()]{1,200})\)"),
+    # SYCL's device table: "| 0| [level_zero:gpu:0]|  Intel Arc A770 Graphics|  1.3|  512|"
+    re.compile(r"^\s*\|\s*+(?P<index>\d{1,3})\s*+\|\s*+\[\w{1,20}:gpu:\d{1,3}\]\s*+\|(?P<name>[^|]{1,200})\|"),
     # the name ends at its last non-blank before the run of blanks and On/Off: only those ends are tried
     re.compile(r"^\|\s+(?P<index>\d{1,9})\s+(?P<name>(?:NVIDIA|Tesla)\s.(?:.*?\S)??)\s{2,}(?:On|Off)\s+\|"),
 ]
@@ -195,23 +300,31 @@ _DEVICE_LINES = [
 
 def may_name_device(text: str) -> bool:
     """Whether a text holds a word that every device-line pattern needs (most text holds none)."""
-    return "Device" in text or "ggml_" in text or "NVIDIA" in text or "Tesla" in text
+    return ("Device" in text or "ggml_" in text or "NVIDIA" in text or "Tesla" in text or "using device" in text
+            or ":gpu:" in text)
 
 
 def device_on_line(line: str) -> tuple[int, str] | None:
     """(device index, raw device name) on a device line, or None if the line is not one."""
     if not may_name_device(line):
         return None
+    line = clean_marks(line)
     for pattern in _DEVICE_LINES:
         match = pattern.search(line)
         if match:
-            return int(match.groupdict().get("index") or 0), match["name"].strip()
+            name = strip_driver_notes(match["name"])
+            return (int(match.groupdict().get("index") or 0), name) if name else None
     return None
+
+
+def device_hardware(name: str) -> str | None:
+    """The machine a device line names: its canonical name, else its own name by the generic rules."""
+    return canonical_hardware(name) or open_world_name(name)
 
 
 def devices_hardware(names: list[str]) -> str | None:
     """One hardware name for the devices of one run; None when any device is unnamed ("NVIDIA Graphics Device")."""
-    canonical = [canonical_hardware(name) for name in names]
+    canonical = [device_hardware(name) for name in names]
     if not canonical or None in canonical:
         return None
     distinct = list(dict.fromkeys(canonical))
