@@ -190,18 +190,10 @@ EMPTY = {
 
 def page_rows(conn, page: DataPage) -> tuple[int, str]:
     """The page's rows as its inline JSON (text columns dictionary-coded), and how many there are."""
-    index: dict[str, int] = {}
-    strings: list[str] = []
+    index: dict = {}  # each text once, in order of first use: the dict's order is the string table's
 
     def code(value):
-        if value is None:
-            return None
-        value = str(value)
-        found = index.get(value)
-        if found is None:
-            found = index[value] = len(strings)
-            strings.append(value)
-        return found
+        return None if value is None else index.setdefault(value, len(index))
 
     def number(value):  # what JSON can hold: an infinity or a text in a numeric column shows as empty
         return value if isinstance(value, (int, float)) and math.isfinite(value) else None
@@ -217,7 +209,7 @@ def page_rows(conn, page: DataPage) -> tuple[int, str]:
     rows = [[coder(v) for coder, v in zip(coders, row)]
             for row in conn.exec_driver_sql(page.sql)]
     data = {"columns": [{"key": c.key, "label": c.label, "kind": c.kind, "digits": c.digits} for c in page.columns],
-            "strings": strings, "rows": rows}
+            "strings": [str(value) for value in index], "rows": rows}
     # Inside <script>: no "</script>" or "<!--" may appear, so every < is escaped (JSON reads \u003c as <).
     encoded = json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False).replace("<", "\\u003c")
     return len(rows), encoded
