@@ -349,7 +349,7 @@ def test_every_project_table_renders_on_an_empty_database(tmp_path):
         assert "Held fixed: Model" in header or table.definition.kind == "conformance"  # counts, not figures
     assert chart_svg(tables[0].chart) == (None, "No chart: no measured figure to draw yet.")
     site = publish_site(engine, definitions, tmp_path / "site")
-    assert len(site) == 1 + 4 * len(definitions)
+    assert len(site) == 1 + 4 * len(definitions) + 2  # and figures.html, rejections.html
 
 
 # ----------------------------------------------------------------------------------------- rendering
@@ -462,8 +462,8 @@ def test_cli_tables_publish_and_ceiling(tmp_path):
     (tables_dir / "mine.toml").write_text('kind = "sources"\ntitle = "Mine"\n[fixed]\nhardware = "NVIDIA DGX Spark"\n')
     site = tmp_path / "site"
     run_cli("publish", "--out", str(site), "--tables-dir", str(tables_dir), db=path)
-    assert sorted(p.name for p in site.iterdir()) == [".tpsdb-site", "index.html", "mine.csv", "mine.html", "mine.json",
-                                                      "mine.md"]
+    assert sorted(p.name for p in site.iterdir()) == [".tpsdb-site", "figures.html", "index.html", "mine.csv", "mine.html", "mine.json",
+                                                      "mine.md", "rejections.html"]
     assert 'href="mine.html"' in (site / "index.html").read_text()
 
     text_out = run_cli("ceiling", "--hardware", SPARK, "--model", "gpt-oss 120B", "--quantization", "MXFP4",

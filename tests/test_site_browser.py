@@ -15,6 +15,7 @@ import pytest
 
 from conftest import ROOT
 from test_publish import SPARK, ULTRA, build_db, rec
+from test_serve import QUERIES, seeded, served  # noqa: F401 (fixtures)
 from tpsdb.publish.definitions import load_definitions
 from tpsdb.publish.site import publish_site
 
@@ -68,7 +69,7 @@ def _load(page: Path) -> tuple[Path, str, Path]:
     assert dom.returncode == 0, dom.stderr[-2000:]
     shot = ARTIFACTS / f"site-{page.stem}.png"
     shot.unlink(missing_ok=True)
-    screenshot = _chromium(page, f"--screenshot={shot}", "--window-size=1280,2000")
+    screenshot = _chromium(page, f"--screenshot={shot}", "--window-size=1400,2000")
     assert screenshot.returncode == 0, screenshot.stderr[-2000:]
     return page, dom.stdout, shot
 
@@ -76,7 +77,7 @@ def _load(page: Path) -> tuple[Path, str, Path]:
 def test_every_page_loads_with_its_table_and_chart(site):
     ARTIFACTS.mkdir(exist_ok=True)
     pages = sorted(site.glob("*.html"))
-    assert len(pages) == 1 + len(load_definitions())
+    assert len(pages) == 1 + len(load_definitions()) + 2  # the index, a page per table, figures and rejections
     with ThreadPoolExecutor(max_workers=3) as pool:
         loaded = list(pool.map(_load, pages))
     doms = {page.stem: dom for page, dom, _ in loaded}
@@ -94,3 +95,50 @@ def test_every_page_loads_with_its_table_and_chart(site):
     assert "72.03" in doms["ceiling"] and "calc." in doms["ceiling"]
     assert "×7.58" in doms["concurrency"]
     assert 'class="empty"' not in doms["machines"]
+    figures = doms["figures"]  # drawn by its script: rows in the table body, the counts in the status line
+    assert "Rows 1–" in figures and "of 16" in figures, figures[:3000]
+    assert figures.count("<tr>") >= 16 and "57.12" in figures and "95.00" in figures
+    assert 'href="https://lmsys.example/spark-review"' in figures
+    assert "<script>document.title" not in figures and "pwned" not in figures.split("</title>")[0]
+    assert 'href="figures.html"' in doms["index"] and 'href="rejections.html"' in doms["index"]
+    assert "No rejected figure" in doms["rejections"]
+
+
+def test_data_pages_fit_a_phone_and_1400_px(site):
+    """The figures page at a phone's width: its table scrolls inside its box, the page itself does not widen."""
+    for width in (1400, 390):
+        shot = ARTIFACTS / f"site-figures-{width}px.png"
+        result = _chromium(site / "figures.html", f"--screenshot={shot}", f"--window-size={width},900")
+        assert result.returncode == 0 and shot.stat().st_size > 5_000
+
+
+def _load_url(url: str, shot: Path) -> str:
+    with tempfile.TemporaryDirectory() as profile:
+        common = [str(CHROMIUM), *FLAGS, f"--user-data-dir={profile}"]
+        dom = subprocess.run([*common, "--dump-dom", url], capture_output=True, text=True, timeout=90)
+        assert dom.returncode == 0, dom.stderr[-2000:]
+    with tempfile.TemporaryDirectory() as profile:
+        shot.unlink(missing_ok=True)
+        subprocess.run([str(CHROMIUM), *FLAGS, f"--user-data-dir={profile}", f"--screenshot={shot}",
+                        "--window-size=1400,1400", url], capture_output=True, timeout=90, check=True)
+    return dom.stdout
+
+
+def test_datasette_pages_load_in_chromium(served):
+    """`tpsdb serve` on the seed (plus a hostile quote): the index, a table with a facet, each canned query."""
+    ARTIFACTS.mkdir(exist_ok=True)
+    base, name = served
+    pages = {"index": "/", "measurement_full-facet": f"/{name}/measurement_full?_facet=hardware&phase=generation",
+             "hostile": f"/{name}/measurement_full?tokens_per_second=57.12&hardware=NVIDIA+DGX+Spark",
+             **{query: f"/{name}/{query}" for query in QUERIES}}
+    with ThreadPoolExecutor(max_workers=3) as pool:
+        doms = dict(zip(pages, pool.map(lambda item: _load_url(base + item[1], ARTIFACTS / f"datasette-{item[0]}.png"),
+                                        pages.items())))
+    for page, dom in doms.items():
+        assert "<table" in dom or page == "index", page  # the index lists the database and its tables
+        assert "pwned" not in dom.split("</title>")[0], page
+        assert (ARTIFACTS / f"datasette-{page}.png").stat().st_size > 10_000, page
+    assert "tpsdb: LLM inference speed" in doms["index"] and f'href="/{name}/measurement"' in doms["index"]
+    assert 'class="facet-info' in doms["measurement_full-facet"]
+    assert "&lt;script&gt;document.title='pwned'&lt;/script&gt;" in doms["hostile"]
+    assert "<script>document.title" not in doms["hostile"]

@@ -551,6 +551,34 @@ def import_cmd(
     raise typer.Exit(_stored_code(report.outcomes))
 
 
+@app.command()
+def serve(
+    host: Annotated[str, typer.Option("--host", help="Address to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", help="Port to listen on.")] = 8001,
+    db_url: DbOption = None,
+) -> None:
+    """Browse the database in Datasette, read-only: the views described column by column, facets, canned queries.
+
+    A SQLite database is served as it is (each refresh shows up); a PostgreSQL one is first copied into a temporary
+    SQLite file. Stop with Ctrl-C.
+    """
+    from .serve import ServeError, serve as serve_sqlite, serve_snapshot
+
+    engine = open_db(db_url)  # an error line for a missing file or a schema behind head
+    url = engine.url.render_as_string(hide_password=False)
+    path = db.sqlite_path(url)
+    typer.echo(f"serving {db.display_name(url)} read-only on http://{host}:{port}/ (Ctrl-C stops)",
+               err=True)
+    try:
+        if path:
+            engine.dispose()
+            serve_sqlite(Path(path), host, port)
+        else:
+            serve_snapshot(engine, host, port)
+    except ServeError as error:
+        fail(str(error))
+
+
 cli_publish.register(app)
 
 _debug = False

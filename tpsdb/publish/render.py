@@ -194,6 +194,17 @@ p.empty{padding:.6rem;background:#fdecea;border-left:4px solid #c0392b}
 ol.footnotes{font-size:.85rem}ol.footnotes code{white-space:pre-wrap;word-break:break-word}
 figure.chart svg{max-width:100%;height:auto}
 nav{margin-bottom:1rem}
+div.scroll{overflow-x:auto;max-width:100%}
+body:has(section.data){max-width:none}
+table.data{font-size:.8rem}
+table.data td{padding:.25rem .35rem}
+table.data th{padding:0;white-space:nowrap}
+table.data th button{font:inherit;font-weight:600;background:none;border:0;padding:.3rem .35rem;cursor:pointer;width:100%;text-align:left}
+table.data th[aria-sort=ascending] button::after{content:" ▲"}table.data th[aria-sort=descending] button::after{content:" ▼"}
+table.data tr.filters td{padding:.15rem}
+table.data input{width:100%;min-width:2.5rem;box-sizing:border-box;font:inherit;font-size:.8rem}
+table.data td{max-width:28rem;overflow-wrap:break-word}
+p.pager button{font:inherit}
 """
 
 _PAGE = """<!doctype html>

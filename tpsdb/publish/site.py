@@ -13,6 +13,7 @@ from sqlalchemy import text
 from ..output import write_atomic
 from .charts import chart_svg
 from .definitions import Definition
+from .pages import DATA_PAGES, render_data_page
 from .render import render_csv, render_json, render_markdown, render_page, render_table_html
 from .tables import Table, build_table
 
@@ -21,6 +22,8 @@ _INDEX = """<section class="index">
 <p>Inference speed figures (tokens per second), each shown with the conditions it was measured under and its source.
 {{ measured }} validated measurements in the database. Computed values are marked <em>calc.</em> and never fill a
 measured cell.</p>
+<p class="data-links">The data itself: <a href="figures.html">all {{ figures }} accepted figures</a> and
+<a href="rejections.html">the {{ rejections }} rejected figures with their reasons</a>, each sortable and filterable.</p>
 <table class="tps">
 <thead><tr><th>Table</th><th>Kind</th><th>What it shows</th><th class="measured">Measured cells</th><th>Data</th></tr></thead>
 <tbody>
@@ -113,7 +116,8 @@ def write_table_files(table: Table, out: Path) -> list[Path]:
 
 def site_files(definitions: list[Definition]) -> list[str]:
     """The names of the files a site of these tables is made of."""
-    return ["index.html"] + [f"{d.name}.{ext}" for d in definitions for ext in ("html", "csv", "json", "md")]
+    return (["index.html"] + [f"{d.name}.{ext}" for d in definitions for ext in ("html", "csv", "json", "md")]
+            + [f"{page.name}.html" for page in DATA_PAGES])
 
 
 def publish_site(engine, definitions: list[Definition], out: Path, title: str = "tpsdb: LLM inference speed",
@@ -127,10 +131,15 @@ def publish_site(engine, definitions: list[Definition], out: Path, title: str = 
         measured = conn.execute(text("SELECT COUNT(*) FROM measurement WHERE status = 'active' "
                                      "AND nature_kind = 'measured' AND ABS(tokens_per_second) <= 1.7976931348623157e308"
                                      )).scalar_one()
-    written = []
+        counts = {}
+        for page in DATA_PAGES:
+            counts[page.name], content = render_data_page(conn, page, FOOTER)
+            _write(out / f"{page.name}.html", content)
+    written = [out / f"{page.name}.html" for page in DATA_PAGES]
     for table in tables:
         written += write_table_files(table, out)
-    index = render_page(title, [_index_template.render(title=title, tables=tables, measured=measured)],
+    index = render_page(title, [_index_template.render(title=title, tables=tables, measured=measured,
+                                                          figures=counts["figures"], rejections=counts["rejections"])],
                         footer=FOOTER)
     _write(out / "index.html", index)
     for stale in sorted(owned - set(files)):  # a table no longer published: its files were tpsdb's

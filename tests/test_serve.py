@@ -1,0 +1,184 @@
+"""`tpsdb serve`: Datasette on a real seeded SQLite file, on 127.0.0.1, fetched over loopback only."""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from pathlib import Path
+
+import pytest
+from sqlmodel import Session
+
+from conftest import ROOT, _free_port, run_cli
+from test_publish import SPARK, rec
+from tpsdb import db
+from tpsdb.serve import load_metadata, metadata_for
+from tpsdb.store import Store
+
+HOSTILE = "| 57.12 | <script>document.title='pwned'</script><img src=x onerror=alert(1)>"
+HOSTILE_URL = "javascript:alert(1)"
+VIEWS = ("measurement_full", "rejection_full", "measurement_history", "source_conformance")
+QUERIES = ("fastest_generation", "same_file_across_machines", "share_of_computed_maximum",
+           "version_missing_by_reason", "what_each_source_gives")
+
+
+@pytest.fixture(scope="module")
+def seeded(tmp_path_factory) -> Path:
+    """The seed, plus one figure whose quote is hostile markup."""
+    path = tmp_path_factory.mktemp("serve") / "tpsdb.sqlite"
+    run_cli("init", db=path)
+    engine = db.make_engine(str(path))
+    with Session(engine) as session:
+        store = Store(session)
+        outcome = store.put(rec(SPARK, 57.12, quote=HOSTILE, url="https://github.com/ggml-org/llama.cpp/discussions/"
+                                "16578#discussioncomment-1"))
+        store.flush()
+        session.commit()
+    assert outcome.outcome == "accepted", outcome.reasons
+    engine.dispose()
+    return path
+
+
+def start_server(path: Path, port: int, log: Path) -> subprocess.Popen:
+    """`tpsdb serve` as a user runs it (its output to `log`: an unread pipe would block it); returns once it
+    answers."""
+    with log.open("w") as output:
+        server = subprocess.Popen([sys.executable, "-m", "tpsdb", "--db", str(path), "serve", "--port", str(port)],
+                                  cwd=ROOT, stdout=output, stderr=subprocess.STDOUT, text=True)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if server.poll() is not None:
+            raise AssertionError(f"serve exited {server.returncode}: {log.read_text()[-2000:]}")
+        try:
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/-/versions.json", timeout=2).read()
+            return server
+        except OSError:
+            time.sleep(0.3)
+    server.kill()
+    raise AssertionError("serve did not answer within 60 s")
+
+
+@pytest.fixture(scope="module")
+def served(seeded):
+    """(base URL, database name) of `tpsdb serve` running on the seeded file."""
+    port = _free_port()
+    server = start_server(seeded, port, seeded.parent / "serve.log")
+    yield f"http://127.0.0.1:{port}", seeded.stem
+    server.terminate()
+    server.wait(timeout=20)
+
+
+def get(url: str, data: bytes | None = None) -> tuple[int, str]:
+    try:
+        with urllib.request.urlopen(urllib.request.Request(url, data=data), timeout=30) as response:
+            return response.status, response.read().decode()
+    except urllib.error.HTTPError as error:
+        return error.code, error.read().decode()
+
+
+def test_serve_answers_the_index_with_the_projects_title(served):
+    base, name = served
+    status, page = get(base + "/")
+    assert status == 200
+    assert "tpsdb: LLM inference speed" in page and "License" in page or "MIT" in page
+    assert f'href="/{name}/source_conformance"' in page
+
+
+def test_serve_table_with_a_facet_and_column_descriptions(served):
+    base, name = served
+    status, page = get(f"{base}/{name}/measurement_full?_facet=hardware&phase=generation")
+    assert status == 200
+    assert "NVIDIA DGX Spark" in page and 'class="facet-info' in page
+    for facet in ("model", "quantization", "software", "phase", "status"):  # the metadata's default facets
+        assert f'data-column="{facet}"' in page, facet
+    assert "[tokens/s]" in page  # the column's description, shown by Datasette
+    status, data = get(f"{base}/{name}/measurement_full.json?_facet=hardware&_size=1")
+    facets = json.loads(data)["facet_results"]
+    assert {"hardware", "model", "quantization", "software", "phase", "status"} <= set(facets)
+
+
+@pytest.mark.parametrize("query", QUERIES)
+def test_serve_canned_query_answers(served, query):
+    base, name = served
+    status, data = get(f"{base}/{name}/{query}.json?_shape=objects")
+    assert status == 200, data[:500]
+    rows = json.loads(data)["rows"]
+    assert rows, f"{query}: no row on the seed"
+
+
+def test_serve_fastest_generation_filters_by_model_and_machine(served):
+    base, name = served
+    status, data = get(f"{base}/{name}/fastest_generation.json?_shape=array&model=Llama+2+7B"
+                       f"&hardware=NVIDIA+DGX+Spark")
+    rows = json.loads(data)
+    assert rows and {(r["model"], r["hardware"], r["users"]) for r in rows} == {("Llama 2 7B", SPARK, 1)}
+    assert [r["tokens_per_second"] for r in rows] == sorted((r["tokens_per_second"] for r in rows), reverse=True)
+
+
+def test_serve_links_urls_and_keeps_hostile_text_inert(served):
+    base, name = served
+    status, page = get(f"{base}/{name}/measurement_full?hardware=NVIDIA+DGX+Spark&tokens_per_second=57.12")
+    assert status == 200
+    assert "<script>document.title" not in page and "onerror=alert" not in page.replace("onerror=alert(1)&gt;", "")
+    assert "&lt;script&gt;document.title" in page
+    assert re.search(r'<a href="https://github\.com/ggml-org/llama\.cpp/discussions/16578#discussioncomment-1"', page)
+
+
+def test_serve_is_read_only(served, seeded):
+    base, name = served
+    before = sqlite3.connect(seeded).execute("SELECT COUNT(*) FROM measurement").fetchone()[0]
+    for sql in ("DELETE FROM measurement", "UPDATE measurement SET tokens_per_second = 0",
+                "ATTACH DATABASE '/etc/passwd' AS x", "SELECT load_extension('/tmp/x')",
+                "PRAGMA writable_schema = 1"):
+        status, body = get(f"{base}/{name}.json?" + urllib.parse.urlencode({"sql": sql}))
+        assert status >= 400 or '"ok": false' in body, (sql, status, body[:300])
+    status, _ = get(f"{base}/{name}/fastest_generation", data=b"model=x")  # a POST to a canned query
+    assert status == 405
+    after = sqlite3.connect(seeded).execute("SELECT COUNT(*) FROM measurement").fetchone()[0]
+    assert after == before
+
+
+def test_serve_allows_a_plain_select(served):
+    base, name = served
+    status, data = get(f"{base}/{name}.json?_shape=array&sql=" + urllib.parse.quote(
+        "SELECT COUNT(*) AS n FROM measurement_full WHERE status = 'active'"))
+    assert status == 200 and json.loads(data)[0]["n"] > 400
+
+
+def test_metadata_describes_every_column_of_every_view_with_a_unit(seeded):
+    tables = load_metadata()["databases"]["tpsdb"]["tables"]
+    with sqlite3.connect(seeded) as conn:
+        views = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'view' ORDER BY name")]
+        assert set(VIEWS) <= set(views)
+        for view in views:
+            columns = [r[1] for r in conn.execute(f'PRAGMA table_info("{view}")')]
+            described = tables.get(view, {}).get("columns", {})
+            assert tables.get(view, {}).get("description"), view
+            missing = [c for c in columns if c not in described]
+            assert not missing, f"{view}: no description for {missing}"
+            no_unit = [c for c in columns if not re.search(r"\[[^\]]+\]$", described[c])]
+            assert not no_unit, f"{view}: description without its [unit] for {no_unit}"
+            assert not set(described) - set(columns), f"{view}: describes columns it does not have"
+
+
+def test_metadata_queries_are_read_only_and_title_license_sources_present():
+    metadata = load_metadata()
+    assert metadata["title"] and metadata["description"] and metadata["license"] and metadata["source"]
+    queries = metadata["databases"]["tpsdb"]["queries"]
+    assert set(queries) == set(QUERIES)
+    assert not any(q.get("write") for q in queries.values())
+    assert all(re.match(r"\s*SELECT\b", q["sql"], re.I) for q in queries.values())
+    assert set(metadata_for("other")["databases"]) == {"other"}
+
+
+def test_serve_a_missing_file_is_one_error_line(tmp_path):
+    result = run_cli("serve", db=tmp_path / "nope.sqlite", check=False)
+    assert result.returncode == 2
+    assert result.stderr.startswith("error: ") and "Traceback" not in result.stderr

@@ -1,0 +1,1 @@
+"""Datasette metadata for `tpsdb serve` (package data)."""
