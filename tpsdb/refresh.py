@@ -181,13 +181,17 @@ class _Archive(Archive):
         run = last_good_run(session, source.id)
         # the pages of the last good run, which a refresh that reads the same bytes again reproduces exactly
         self.previous_ids: list[int] | None = json.loads(run.snapshot_ids) if run and run.snapshot_ids else None
-        self.previous = {snap.canonical_url: snap for snap in _snapshots(session, self.previous_ids or [])}
+        chain = _snapshots(session, self.previous_ids or [])
+        self.previous = {snap.canonical_url: snap for snap in chain}
+        self.following = {a.canonical_url: b.canonical_url for a, b in zip(chain, chain[1:])}
 
     def cached(self, url: str) -> Cached | None:
-        snap = self.previous.get(self.kind.canonical(url))
+        key = self.kind.canonical(url)
+        snap = self.previous.get(key)
         if snap is None:
             return None
-        return Cached(etag=snap.etag, last_modified=snap.last_modified, sha256=snap.sha256, body=snap.body)
+        return Cached(etag=snap.etag, last_modified=snap.last_modified, sha256=snap.sha256, body=snap.body,
+                      following=self.following.get(key))
 
     def on_response(self, fetched: Fetched) -> None:
         key = self.kind.page_key(fetched)

@@ -28,7 +28,7 @@ def registry() -> dict[str, type[SourceKind]]:
     return _REGISTRY
 
 
-def _collect(cls: type[SourceKind]) -> None:
+def _collect(cls: type) -> None:
     for sub in cls.__subclasses__():
         name = getattr(sub, "name", None)
         if isinstance(name, str) and name:
