@@ -279,7 +279,8 @@ def reparse_source(engine: Engine, spec: SourceSpec, *, progress: Progress = lam
         source = sync_source(session, spec)
         run = last_good_run(session, source.id)
         if run is None or not run.snapshot_ids:
-            summary.status, summary.error = "failed", "no archived pages: run `tpsdb refresh` first"
+            # Nothing to re-derive is no failure (a source off the --due schedule may never have run).
+            summary.status, summary.note = "unchanged", "never refreshed: no archived pages to reparse"
             return summary
         chain = _snapshots(session, json.loads(run.snapshot_ids))
         progress(f"{spec.key}: reparsing {len(chain)} archived pages")
