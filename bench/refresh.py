@@ -1,5 +1,6 @@
-"""Benchmark: wall time and request count of a first refresh and of a no-change refresh of the three fixture
-threads, served by the local fixture server (no network).
+"""Benchmark: wall time and request count of a first refresh and of a no-change refresh of every kind of source,
+served by the local fixture server (no network): the three fixture discussions over HTML and over GraphQL
+(github_discussion), and a pull request made of the 16578 thread's posts over the REST API (github_issue).
 
     python bench/refresh.py
 
@@ -27,6 +28,11 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from fixture_server import FixtureServer  # noqa: E402
 from refresh_helpers import SOURCES, TOKEN, server_env  # noqa: E402
+from rest_fixture import NUMBER, OWNER, REPO, pull_request  # noqa: E402
+
+# transport -> (kind, the sources it refreshes)
+RUNS = {"html": ("github_discussion", SOURCES), "graphql": ("github_discussion", SOURCES),
+        "rest": ("github_issue", [f"llamacpp-pr-{NUMBER}"])}
 
 
 def _children_cpu_s() -> float:
@@ -38,15 +44,17 @@ def run(db: Path, server: FixtureServer, transport: str) -> tuple[float, float, 
     """Wall time, CPU time of the refresh process (less sensitive to a busy machine) and its summaries."""
     env = {**os.environ, "PYTHONPATH": str(ROOT), **server_env(server, graphql=transport == "graphql")}
     start, cpu = time.perf_counter(), _children_cpu_s()
-    out = subprocess.run([sys.executable, "-m", "tpsdb", "refresh", *SOURCES, "--format", "json", "--db", str(db)],
+    sources = RUNS[transport][1]
+    out = subprocess.run([sys.executable, "-m", "tpsdb", "refresh", *sources, "--format", "json", "--db", str(db)],
                          env=env, cwd=ROOT, check=True, capture_output=True, text=True).stdout
     return time.perf_counter() - start, _children_cpu_s() - cpu, json.loads(out)
 
 
 def main() -> None:
     repeat = int(sys.argv[1]) if len(sys.argv) > 1 else 5
-    for transport in ("html", "graphql"):
+    for transport, (kind, _) in RUNS.items():
         with tempfile.TemporaryDirectory() as tmp, FixtureServer(token=TOKEN) as server:
+            server.rest_issue(OWNER, REPO, NUMBER, *pull_request())
             db = Path(tmp) / "bench.sqlite"
             subprocess.run([sys.executable, "-m", "tpsdb", "init", "--no-seed", "--db", str(db)], cwd=ROOT,
                            check=True, capture_output=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
@@ -63,7 +71,7 @@ def main() -> None:
                 conditional = sum(1 for r in server.requests
                                   if "if-none-match" in r.headers or "if-modified-since" in r.headers)
                 parsed = [s["source"] for s in summaries if s["status"] == "ok"]
-                print(f"{transport:7s} {label:18s} {seconds:6.2f} s wall{spread}, {len(server.requests):2d} requests "
+                print(f"{kind:17s} {transport:7s} {label:18s} {seconds:6.2f} s wall{spread}, {len(server.requests):2d} requests "
                       f"({conditional} conditional, {sum(s['not_modified'] for s in summaries)} answered 304), "
                       f"statuses {[s['status'] for s in summaries]}, parsed: {parsed or 'nothing'}, "
                       f"figures new {sum(s['new'] for s in summaries)}")

@@ -72,13 +72,14 @@ class _Route:
     body: bytes
     content_type: str
     last_modified: float = FIXTURE_LAST_MODIFIED
+    headers: dict[str, str] = field(default_factory=dict)  # "{base}" stands for the server's base URL
 
     @property
     def etag(self) -> str:
         return '"' + hashlib.sha256(self.body).hexdigest() + '"'
 
 
-# A route's key: GET (path, after) or POST /graphql (discussion number or comment node id, after).
+# A route's key: GET (path, `after` or `page` query) or POST /graphql (discussion number or comment node id, after).
 RouteKey = tuple[str, str, int | str | None, str | None]
 
 
@@ -151,6 +152,27 @@ class FixtureServer:
     def graphql_body(self, subject: int | str, *, after: str | None = None) -> bytes:
         return self._routes[("POST", "/graphql", subject, after)].body
 
+    def rest_issue(self, owner: str, repo: str, number: int, issue: dict, comments: list[dict], *,
+                   per_page: int = 100, link_on_304: bool = True) -> None:
+        """Answer GitHub's REST API for this issue: GET /repos/O/R/issues/N (the issue, its `comments` count set
+        to len(comments) unless the issue gives one) and GET …/comments, `per_page` comments a page (whatever the
+        client asks), each page but the last with `Link: <…page=K+1>; rel="next", <…>; rel="last"`. Called again,
+        it replaces the answers (pages whose bytes change get a new ETag and date; pages past the end go)."""
+        path = f"/repos/{owner}/{repo}/issues/{number}"
+        self._set(("GET", path, None, None), json.dumps({"comments": len(comments), **issue}).encode(),
+                  "application/json; charset=utf-8", _REST_HEADERS)
+        chunks = [comments[i:i + per_page] for i in range(0, len(comments), per_page)] or [[]]
+        for page, chunk in enumerate(chunks, start=1):
+            headers = dict(_REST_HEADERS)
+            if page < len(chunks):
+                url = "{base}" + f"{path}/comments?per_page={per_page}&page="
+                headers["Link"] = f'<{url}{page + 1}>; rel="next", <{url}{len(chunks)}>; rel="last"'
+            self._set(("GET", f"{path}/comments", None, None if page == 1 else str(page)), json.dumps(chunk).encode(),
+                      "application/json; charset=utf-8", headers, link_on_304=link_on_304)
+        with self._lock:
+            for key in [k for k in self._routes if k[1] == f"{path}/comments" and k[3] and int(k[3]) > len(chunks)]:
+                del self._routes[key]
+
     def requests_to(self, path_prefix: str) -> list[Recorded]:
         return [r for r in self.requests if r.path.startswith(path_prefix)]
 
@@ -166,12 +188,17 @@ class FixtureServer:
                 key = ("POST", route["path"], variables.get("number", variables.get("id")), variables.get("after"))
             self._routes[key] = _Route(body, route["content_type"])
 
-    def _set(self, key: RouteKey, body: bytes, content_type: str) -> None:
+    def _set(self, key: RouteKey, body: bytes, content_type: str, headers: dict | None = None, *,
+             link_on_304: bool = True) -> None:
         with self._lock:
             old = self._routes.get(key)
+            if old is not None and old.body == body and headers is not None:
+                old.headers = {**headers, "_link_on_304": str(link_on_304)}  # same bytes: same ETag and date
+                return
             # Last-Modified has one-second resolution: make sure a change is always later than the old date.
             last_modified = max(time.time(), old.last_modified + 1) if old else time.time()
-            self._routes[key] = _Route(body, old.content_type if old else content_type, last_modified)
+            self._routes[key] = _Route(body, old.content_type if old else content_type, last_modified,
+                                       {**(headers or {}), "_link_on_304": str(link_on_304)})
 
     def _next_fault(self, path: str) -> Fault | None:
         with self._lock:
@@ -238,9 +265,13 @@ class _Handler(BaseHTTPRequestHandler):
         if route is None:
             return self._send(status, extra.pop("body"), extra)
         extra.update({"ETag": route.etag, "Last-Modified": formatdate(route.last_modified, usegmt=True)})
+        own = {k: v.replace("{base}", self.fixture.base_url) for k, v in route.headers.items() if k[0] != "_"}
+        extra.update(own)
         if fault and fault.kind == "last_call":
             extra.update(_ratelimit_headers(fault.seconds))
         if self._not_modified(route):
+            if route.headers.get("_link_on_304") == "False":
+                extra.pop("Link", None)
             return self._send(304, b"", extra)
         if fault and fault.kind in ("truncate", "cut"):
             return self._send_cut(route, chunked=fault.kind == "cut")
@@ -250,7 +281,8 @@ class _Handler(BaseHTTPRequestHandler):
         """The route for a request, or an error status with {"body": ...}."""
         routes = self.fixture._routes
         if self.command == "GET":
-            route = routes.get(("GET", path, None, query.get("after")))
+            page = query.get("page") if query.get("page") != "1" else None
+            route = routes.get(("GET", path, None, query.get("after", page)))
             return (200, route, {}) if route else (404, None, {"body": b'{"message":"Not Found"}'})
         if path != "/graphql":
             return 404, None, {"body": b'{"message":"Not Found"}'}
@@ -316,6 +348,9 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         if status != 304:
             self.wfile.write(body)
+
+
+_REST_HEADERS = {"x-ratelimit-limit": "5000", "x-ratelimit-remaining": "4990", "x-ratelimit-resource": "core"}
 
 
 def _ratelimit_headers(reset_in_s: float) -> dict[str, str]:

@@ -22,26 +22,18 @@ from typing import Callable, Iterator
 from sqlalchemy import Engine, func, update
 from sqlmodel import Session, select
 
-from . import config
 from .collect.completeness import Completeness, IncompleteRead
-from .collect.extract import PostContext, extract_post
-from .collect.github import (
-    PageFormatError,
-    canonical_url,
-    fetch_discussion_graphql,
-    fetch_discussion_html,
-    read_graphql_thread,
-    read_html_thread,
-)
-from .collect.github import Post as FetchedPost
+from .collect.extract import PostContext
+from .collect.github import PageFormatError
 from .collect.http import Cached, Fetched, FetchError, PoliteSession, redact
+from .kinds import Archive, KindSettingsError, SourceKind, kind_for
+from .kinds import Post as FetchedPost
 from .models import Measurement, Post, RefreshRun, Rejection, Snapshot, Source, Status
 from .peers import supersede_relayed
 from .sources import SourceSpec
 from .store import Provenance, Store, archive_snapshot
 
 Progress = Callable[[str], None]
-GITHUB_GRAPHQL = "https://api.github.com/graphql"  # the canonical address of GraphQL answers, whoever served them
 
 
 class RefreshBusy(Exception):
@@ -179,33 +171,34 @@ def _snapshots(session: Session, ids: list[int]) -> list[Snapshot]:
     return [by_id[i] for i in ids]
 
 
-class _Archive:
-    """Stores each response as a snapshot before anything reads it, and serves the previous ones."""
+class _Archive(Archive):
+    """Stores each response as a snapshot before anything reads it, and serves the previous ones. The kind names
+    each page (its canonical address); the archive knows no kind."""
 
-    def __init__(self, session: Session, source: Source, base_url: str):
-        self.session, self.source, self.base_url = session, source, base_url
+    def __init__(self, session: Session, source: Source, kind: SourceKind):
+        self.session, self.source, self.kind = session, source, kind
         self.chain: list[Snapshot] = []
         run = last_good_run(session, source.id)
         # the pages of the last good run, which a refresh that reads the same bytes again reproduces exactly
         self.previous_ids: list[int] | None = json.loads(run.snapshot_ids) if run and run.snapshot_ids else None
-        self.previous = {snap.canonical_url: snap for snap in _snapshots(session, self.previous_ids or [])}
-
-    def key(self, fetched: Fetched) -> str:
-        """A page's identity: its canonical address (GraphQL: one URL, so the request body tells pages apart)."""
-        if fetched.request_body:
-            return f"{GITHUB_GRAPHQL}#{hashlib.sha256(fetched.request_body).hexdigest()[:16]}"
-        return canonical_url(fetched.url, self.base_url)
+        chain = _snapshots(session, self.previous_ids or [])
+        self.previous = {snap.canonical_url: snap for snap in chain}
+        self.following = {a.canonical_url: b.canonical_url for a, b in zip(chain, chain[1:])}
 
     def cached(self, url: str) -> Cached | None:
-        snap = self.previous.get(canonical_url(url, self.base_url))
+        key = self.kind.canonical(url)
+        snap = self.previous.get(key)
         if snap is None:
             return None
-        return Cached(etag=snap.etag, last_modified=snap.last_modified, sha256=snap.sha256, body=snap.body)
+        return Cached(etag=snap.etag, last_modified=snap.last_modified, sha256=snap.sha256, body=snap.body,
+                      following=self.following.get(key))
 
     def on_response(self, fetched: Fetched) -> None:
-        key = self.key(fetched)
+        key = self.kind.page_key(fetched)
         before = self.previous.get(key)
         if fetched.status == 304:
+            if before is None:
+                raise FetchError(fetched.url, "304 Not Modified for a page never fetched", 1, 304)
             self.chain.append(before)
             return
         sha = hashlib.sha256(fetched.body).hexdigest()
@@ -222,11 +215,12 @@ class _Archive:
 def refresh_source(engine: Engine, spec: SourceSpec, *, session_factory: Callable[[], PoliteSession],
                    progress: Progress = lambda message: None, today: date | None = None) -> RunSummary:
     """Refresh one source in one transaction. Never raises for a fetch or page fault: the summary says it."""
+    kind = kind_for(spec)
     try:
-        token = config.github_token()
-    except config.TokenError as error:  # refused before anything is sent or written
-        return RunSummary(source=spec.key, status="failed", transport="graphql", error=str(error))
-    summary = RunSummary(source=spec.key, transport="graphql" if token else "html")
+        transport = kind.prepare()  # the kind's settings: refused before anything is sent or written
+    except KindSettingsError as error:
+        return RunSummary(source=spec.key, status="failed", transport="none (not started)", error=str(error))
+    summary = RunSummary(source=spec.key, transport=transport)
     started = time.monotonic()
     run_id = _start_run(engine, _source_id_for_log(engine, spec), summary.transport)
     chain_ids = None
@@ -235,26 +229,19 @@ def refresh_source(engine: Engine, spec: SourceSpec, *, session_factory: Callabl
     try:
         with Session(engine) as session:
             source = sync_source(session, spec)  # the file's title, licence...: stored with the data, or not at all
-            archive = _Archive(session, source, config.github_url())
-            owner, repo, number = spec.discussion
-            if token:
-                fetch_discussion_graphql(http, config.github_api_url(), token, owner, repo, number,
-                                         on_response=archive.on_response)
-            else:
-                fetch_discussion_html(http, config.github_url(), owner, repo, number,
-                                      on_response=archive.on_response, previous=archive.cached)
+            archive = _Archive(session, source, kind)
+            kind.fetch(http, archive, transport)
             chain_ids = [snap.id for snap in archive.chain]
             if chain_ids == archive.previous_ids:
                 summary.status = "unchanged"  # nothing to parse; the source row may follow its file
                 session.commit()
             else:
                 progress(f"{spec.key}: parsing {len(archive.chain)} pages")
-                apply_snapshots(session, source, spec, archive.chain, summary.transport, summary,
-                                today=today, force=False)
+                apply_snapshots(session, source, kind, archive.chain, transport, summary, today=today, force=False)
                 session.commit()
                 summary.status = "ok"
     except Exception as error:  # a parser bug must fail this source, not the whole command
-        summary.status, summary.error = "failed", redact(_failure(error), [token])
+        summary.status, summary.error = "failed", redact(_failure(error), kind.secrets)
         summary.new = summary.changed = summary.withdrawn = summary.rejected = summary.posts = 0  # none stored
         summary.note = None
         chain_ids = None
@@ -292,12 +279,14 @@ def reparse_source(engine: Engine, spec: SourceSpec, *, progress: Progress = lam
         source = sync_source(session, spec)
         run = last_good_run(session, source.id)
         if run is None or not run.snapshot_ids:
-            summary.status, summary.error = "failed", "no archived pages: run `tpsdb refresh` first"
+            # Nothing to re-derive is no failure (a source off the --due schedule may never have run).
+            summary.status, summary.note = "unchanged", "never refreshed: no archived pages to reparse"
             return summary
         chain = _snapshots(session, json.loads(run.snapshot_ids))
         progress(f"{spec.key}: reparsing {len(chain)} archived pages")
         try:
-            apply_snapshots(session, source, spec, chain, run.transport, summary, today=today, force=True)
+            apply_snapshots(session, source, kind_for(spec), chain, run.transport, summary, today=today,
+                            force=True)
             session.commit()
             summary.status = "ok"
         except Exception as error:  # as in refresh_source: one source's failure, not the command's
@@ -311,10 +300,9 @@ def reparse_source(engine: Engine, spec: SourceSpec, *, progress: Progress = lam
 
 # ---------------------------------------------------------------------------------------- posts -> figures
 def _read(chain: list[Snapshot], transport: str,
-          spec: SourceSpec) -> tuple[list[tuple[FetchedPost, Snapshot]], Completeness]:
+          kind: SourceKind) -> tuple[list[tuple[FetchedPost, Snapshot]], Completeness]:
     """The posts of a run's pages, each with the page (snapshot) it was read from, and the read's completeness."""
-    read = read_graphql_thread if transport == "graphql" else read_html_thread
-    posts, completeness = read([snap.body for snap in chain], *spec.discussion)
+    posts, completeness = kind.read([snap.body for snap in chain], transport)
     return [(post, chain[index]) for index, post in posts], completeness
 
 
@@ -336,12 +324,12 @@ def _date(value: str | None) -> datetime | None:
     return datetime.fromisoformat(value.replace("Z", "+00:00")).astimezone(timezone.utc)
 
 
-def apply_snapshots(session: Session, source: Source, spec: SourceSpec, chain: list[Snapshot], transport: str,
+def apply_snapshots(session: Session, source: Source, kind: SourceKind, chain: list[Snapshot], transport: str,
                     summary: RunSummary, *, today: date | None, force: bool) -> None:
     """Bring the stored posts and figures of a source in line with the pages of one run."""
     store = Store(session, today=today)
     retrieved = max(snap.retrieved_at for snap in chain).date().isoformat()
-    posts, completeness = _read(chain, transport, spec)
+    posts, completeness = _read(chain, transport, kind)
     withdraw_absent = _may_withdraw_by_absence(completeness, summary)  # before anything is written
     existing = {p.external_id: p for p in session.exec(select(Post).where(Post.source_id == source.id))}
     seen: set[str] = set()
@@ -349,7 +337,7 @@ def apply_snapshots(session: Session, source: Source, spec: SourceSpec, chain: l
     for fetched, snap in posts:
         seen.add(fetched.external_id)
         summary.posts += 1
-        body_sha = hashlib.sha256(fetched.body_html.encode()).hexdigest()
+        body_sha = hashlib.sha256(fetched.body.encode()).hexdigest()
         row = existing.get(fetched.external_id)
         if row is not None and not force and row.body_sha256 == body_sha and row.status == Status.active \
                 and row.deleted == fetched.deleted:
@@ -357,11 +345,11 @@ def apply_snapshots(session: Session, source: Source, spec: SourceSpec, chain: l
         row = _upsert_post(session, source, row, fetched, snap, body_sha)
         ctx = PostContext(permalink=fetched.permalink, retrieved_at=retrieved,
                           published_at=fetched.created_at[:10] if fetched.created_at else None,
-                          author=fetched.author, protocol=spec.protocol)
+                          author=fetched.author, protocol=kind.spec.protocol)
         if fetched.deleted:  # a deleted comment's figures are withdrawn, not replaced
             summary.withdrawn += _retire(session, row.id, set(), set(), Status.withdrawn)
             continue
-        _apply_candidates(session, store, source, row, snap, extract_post(fetched.body_html, ctx), summary)
+        _apply_candidates(session, store, source, row, snap, kind.candidates(fetched, ctx), summary)
         read_directly.append(fetched.permalink)
     for external_id, row in existing.items():
         if withdraw_absent and external_id not in seen and row.status == Status.active:
@@ -431,11 +419,11 @@ def _next_due(session: Session, source: Source | None, spec: SourceSpec) -> date
 
 
 def due_sources(engine: Engine, specs: dict[str, SourceSpec], now: datetime | None = None) -> list[str]:
-    """Keys of the sources whose interval has passed since their last successful run (or that never ran)."""
+    """Keys of the enabled sources whose interval has passed since their last successful run (or that never ran)."""
     now = now or utcnow()
     with Session(engine) as session:
-        return [key for key, spec in specs.items()
-                if (due := _next_due(session, _source_row(session, spec), spec)) is None or due <= now]
+        return [key for key, spec in specs.items() if spec.enabled
+                and ((due := _next_due(session, _source_row(session, spec), spec)) is None or due <= now)]
 
 
 def _source_row(session: Session, spec: SourceSpec) -> Source | None:

@@ -1,5 +1,6 @@
 """Source files: one declarative TOML file per source in sources/ (what to read, how often, under which licence,
-and the fixed protocol the thread states). Adding a thread of a known kind is adding a file, not code."""
+and the fixed protocol the source states). Adding a source of a known kind is adding a file, not code; what each
+kind accepts is the kind's own (tpsdb.kinds)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ from pathlib import Path
 
 from . import config
 
-KINDS = {"github_discussion"}
+# The keys every source file may have; any other key belongs to its kind (SourceSpec.settings).
+COMMON_KEYS = {"key", "url", "kind", "title", "licence", "refresh_interval_hours", "protocol", "enabled"}
 _DISCUSSION = re.compile(r"^https://github\.com/([^/]+)/([^/]+)/discussions/(\d+)/?$")
 
 
@@ -27,6 +29,8 @@ class SourceSpec:
     licence: str | None
     refresh_interval_hours: float
     protocol: dict = field(default_factory=dict)
+    settings: dict = field(default_factory=dict)  # the kind's own keys of the file
+    enabled: bool = True  # False: `refresh --due` leaves it out (naming it still refreshes it)
 
     @property
     def discussion(self) -> tuple[str, str, int]:
@@ -36,6 +40,8 @@ class SourceSpec:
 
 
 def load_source(path: Path) -> SourceSpec:
+    from .kinds import registry
+
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except tomllib.TOMLDecodeError as error:
@@ -44,16 +50,23 @@ def load_source(path: Path) -> SourceSpec:
     for name in ("key", "url", "kind"):
         if not data.get(name):
             raise SourceFileError(f"{where}: {name}: missing")
-    if data["kind"] not in KINDS:
-        raise SourceFileError(f"{where}: kind: {data['kind']!r} is not one of {', '.join(sorted(KINDS))}")
-    if data["kind"] == "github_discussion" and not _DISCUSSION.match(data["url"]):
-        raise SourceFileError(f"{where}: url: not a https://github.com/OWNER/REPO/discussions/N address")
+    kind = registry().get(data["kind"])
+    if kind is None:
+        raise SourceFileError(f"{where}: kind: {data['kind']!r} is not one of {', '.join(sorted(registry()))}")
     interval = data.get("refresh_interval_hours", 24)
-    if not isinstance(interval, (int, float)) or interval <= 0:
+    if not isinstance(interval, (int, float)) or isinstance(interval, bool) or interval <= 0:
         raise SourceFileError(f"{where}: refresh_interval_hours: not a positive number")
-    return SourceSpec(key=data["key"], url=data["url"], kind=data["kind"], title=data.get("title"),
+    enabled = data.get("enabled", True)
+    if not isinstance(enabled, bool):
+        raise SourceFileError(f"{where}: enabled: not true or false")
+    spec = SourceSpec(key=data["key"], url=data["url"], kind=data["kind"], title=data.get("title"),
                       licence=data.get("licence"), refresh_interval_hours=float(interval),
-                      protocol=data.get("protocol", {}))
+                      protocol=data.get("protocol", {}), enabled=enabled,
+                      settings={k: v for k, v in data.items() if k not in COMMON_KEYS})
+    problem = kind.check(spec)
+    if problem:
+        raise SourceFileError(f"{where}: {problem}")
+    return spec
 
 
 def load_sources(directory: Path | None = None) -> dict[str, SourceSpec]:

@@ -66,6 +66,7 @@ class Cached:
     last_modified: str | None
     sha256: str
     body: bytes
+    following: str | None = None  # the canonical address of the page that came next in that run, if any
 
 
 class FetchError(Exception):
