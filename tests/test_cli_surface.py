@@ -90,7 +90,8 @@ def test_format_json_on_every_data_command(tmp_path, empty_db, record):
     sources = json.loads(tpsdb("--db", empty_db, "sources", "--format", "json").stdout)
     assert {s["key"] for s in sources} >= {"llamacpp-4167"}
     reparse = tpsdb("--db", empty_db, "reparse", "llamacpp-4167", "--format", "json")
-    assert reparse.exit_code == 1 and json.loads(reparse.stdout)[0]["status"] == "failed"  # nothing archived
+    # never refreshed: nothing archived to re-read, which is no failure (the shipped disabled sources are such)
+    assert reparse.exit_code == 0 and json.loads(reparse.stdout)[0]["status"] == "unchanged"
     assert json.loads(tpsdb("--db", empty_db, "query", "select 1 as n", "--format", "json").stdout) == [{"n": 1}]
     assert tpsdb("--db", empty_db, "reference", _toml(tmp_path, model_file=False)).exit_code == 0
     ceiling = tpsdb("--db", empty_db, "ceiling", "--hardware", "NVIDIA DGX Spark", "--model", "gpt-oss 120B",
