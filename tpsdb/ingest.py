@@ -60,8 +60,8 @@ def ingest_files(session: Session, files: list[Path], *, source_url: str, hardwa
         except ValueError as error:
             raise IngestError(f"{path}: {error}") from None
         if not candidates:
-            raise IngestError(f"{path}: no figures found (none of the outputs of llama-bench, llama-batched-bench, "
-                              "llama.cpp timings, llama-sweep-bench, ollama, mlx_lm or vLLM/SGLang serving)")
+            raise IngestError(f"{path}: no llama-bench, llama-batched-bench, llama.cpp timing, llama-sweep-bench, "
+                              "ollama, mlx_lm or vLLM/SGLang serving figures found")
         if model:
             _name_the_model(path, candidates, model)
         for candidate in candidates:
