@@ -294,7 +294,7 @@ def test_timing_logs_are_kept_as_rejections():
             "(  101,56 ms per token,     9,85 tokens per second)")
     (candidate,) = extract_text(text, CTX)
     assert candidate.record["tokens_per_second"] == 9.85 and candidate.record["lengths"]["generated_tokens"] == 36
-    assert candidate.reasons and candidate.reasons[0].startswith("nature:")
+    assert candidate.reasons and candidate.reasons[0].startswith("nature.procedure:")  # no command shown (issue 10)
 
 
 def test_compare_and_summary_tables_are_kept_with_a_reason():

@@ -23,7 +23,7 @@ from typer.testing import CliRunner
 
 import tpsdb.cli
 from tpsdb import record, store
-from tpsdb.collect import benchfiles, extract, github, http, llamabench, machines
+from tpsdb.collect import benchfiles, extract, github, http, llamabench, machines, timings
 from tpsdb.collect.extract import PostContext, extract_text
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -62,7 +62,7 @@ def _patterns_in(value, seen: set):
 def collector_patterns() -> list[tuple[str, re.Pattern]]:
     seen: set = set()
     found = []
-    for module in (llamabench, machines, extract, benchfiles, github, http, record, store):
+    for module in (llamabench, machines, extract, benchfiles, github, http, record, store, timings):
         for name, value in vars(module).items():
             for k, pattern in enumerate(_patterns_in(value, seen)):
                 found.append((f"{module.__name__.rsplit('.', 1)[-1]}.{name}[{k}]", pattern))

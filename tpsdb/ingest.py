@@ -1,4 +1,6 @@
-"""`tpsdb ingest`: llama-bench / llama-batched-bench output files into the database, raw file archived first."""
+"""`tpsdb ingest`: benchmark output files into the database, raw file archived first: llama-bench and
+llama-batched-bench (tables or -o json/jsonl/csv/sql), and as text the outputs tpsdb.collect.timings reads
+(llama.cpp run logs, llama-sweep-bench, ollama --verbose, mlx_lm.generate, vLLM/SGLang serving summaries)."""
 
 from __future__ import annotations
 
@@ -58,7 +60,8 @@ def ingest_files(session: Session, files: list[Path], *, source_url: str, hardwa
         except ValueError as error:
             raise IngestError(f"{path}: {error}") from None
         if not candidates:
-            raise IngestError(f"{path}: no llama-bench or llama-batched-bench figures found")
+            raise IngestError(f"{path}: no llama-bench, llama-batched-bench, llama.cpp timing, llama-sweep-bench, "
+                              "ollama, mlx_lm or vLLM/SGLang serving figures found")
         if model:
             _name_the_model(path, candidates, model)
         for candidate in candidates:

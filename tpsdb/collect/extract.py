@@ -15,7 +15,8 @@ model in the same section of the post.
 
 A figure whose hardware or version the post does not give is still returned, with that field None: the validator
 rejects it with its reason. Figures that are not measurements with known conditions (compare tables, hand-made
-summaries, timing logs) are returned with a `reasons` entry, so that nothing is silently dropped.
+summaries) are returned with a `reasons` entry, so that nothing is silently dropped. The speeds other tools print
+(run logs, llama-sweep-bench, ollama, mlx-lm, vLLM/SGLang serving summaries) are read by `timings`.
 """
 
 from __future__ import annotations
@@ -57,7 +58,6 @@ class Candidate:
 # Extractor-level reason codes, spelled once.
 COMPARE_TABLE = "nature: compare table ({}), not a measurement with known conditions"
 SUMMARY_TABLE = "nature: hand-made summary table (no model column), not pasted llama-bench output"
-TIMING_LOG = "nature: timing log of a llama.cpp run (not llama-bench), conditions unknown"
 SAMPLING_SPEED = "phase: sampling speed, not model throughput"
 
 
@@ -1029,24 +1029,6 @@ _READERS = {lb.LLAMA_BENCH: _llama_bench, lb.BATCHED_BENCH: _batched_bench, lb.S
             lb.COMPARE: _compare, lb.SUMMARY: _summary}
 
 
-def _timing_figures(reading: Reading) -> list[Candidate]:
-    """llama_print_timings / llama-server timing lines: kept as rejections (no model, no settings, no machine)."""
-    out = []
-    for piece in reading.pieces:
-        if piece.kind != "text":
-            continue
-        for line in piece.lines:
-            timing = lb.parse_timing(line)
-            if not timing:
-                continue
-            lengths = (timing.tokens, 0, 0) if timing.phase == "prompt" else (0, timing.tokens, 0)
-            record = _record(reading.ctx, line.strip(), lengths=lengths, users=1, figure="per_user",
-                             procedure="timing log", phase=timing.phase, value=timing.tokens_per_second)
-            reasons = [TIMING_LOG] + ([SAMPLING_SPEED] if timing.sampling else [])
-            out.append(Candidate(record, f"log{len(out)}:{timing.phase}", reasons))
-    return out
-
-
 def _extract(pieces: list[Piece], ctx: PostContext) -> list[Candidate]:
     reading = Reading(pieces, ctx)
     candidates: list[Candidate] = []
@@ -1057,7 +1039,8 @@ def _extract(pieces: list[Piece], ctx: PostContext) -> list[Candidate]:
         if kind in _READERS:
             candidates += _READERS[kind](reading, t, i, piece.table)
         t += 1
-    candidates += _timing_figures(reading)
+    from tpsdb.collect.timings import tool_figures  # here: timings reads posts with this module's Reading
+    candidates += tool_figures(reading)  # run logs, sweep-bench, ollama, mlx-lm, vLLM/SGLang summaries
     if candidates and not _floats_finite(candidates):  # a cell of 400 digits reads as infinity
         for candidate in candidates:
             refuse_unstorable_numbers(candidate)
