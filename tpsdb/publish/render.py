@@ -18,7 +18,7 @@ from jinja2 import Environment
 from markupsafe import Markup
 
 from ..output import spreadsheet_safe
-from .tables import NO_MEASUREMENT, Cell, Footnote, Table
+from .tables import Cell, Footnote, Table
 
 FORMATS = ("md", "html", "csv", "json")  # each is also its files' extension
 
@@ -184,9 +184,10 @@ table.tps{border-collapse:collapse;margin:1rem 0;font-size:.9rem}
 table.tps th,table.tps td{border:1px solid #d0d0d5;padding:.3rem .5rem;vertical-align:top}
 table.tps th{background:#f3f3f6;text-align:left}
 td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
-th.calc,td.calc{background:#fff8e6;font-style:italic}
-th.measured{background:#e8f3ea}
+table.tps th.calc,table.tps td.calc{background:#fff8e6;font-style:italic}
+table.tps th.measured{background:#e8f3ea}
 td.empty{color:#999}
+td div.why{white-space:normal;text-align:left;font-size:.8rem;color:#555;max-width:24rem}
 sup.fn a{text-decoration:none;font-size:.75em;margin-left:.1em}
 dl.fixed{display:grid;grid-template-columns:max-content 1fr;gap:.2rem 1rem}
 dl.fixed dt{font-weight:600}dl.fixed dd{margin:0}
@@ -230,7 +231,7 @@ _TABLE = """<section class="table" id="{{ d.name }}" data-kind="{{ d.kind }}">
 <dl class="fixed">
 {% for name, text in table.held_fixed %}<dt>{{ name }}</dt><dd>{{ text }}</dd>
 {% endfor %}</dl>
-{% if table.empty %}<p class="empty">{{ empty_note }}</p>{% endif %}
+{% if table.empty %}<p class="empty">{{ table.notes[0] }}</p>{% endif %}
 <table class="tps">
 <thead><tr>{% for c in table.columns %}<th class="{{ c.kind }}" scope="col"{% if c.help %} title="{{ c.help }}"{% endif %}>{{ c.label }}</th>{% endfor %}</tr></thead>
 <tbody>
@@ -239,7 +240,7 @@ _TABLE = """<section class="table" id="{{ d.name }}" data-kind="{{ d.kind }}">
 </table>
 {% if chart %}<figure class="chart">{{ chart }}<figcaption>{{ chart_caption }}</figcaption></figure>{% endif %}
 <h2>Notes</h2>
-<ul class="notes">{% for note in table.notes %}<li>{{ note }}</li>{% endfor %}</ul>
+<ul class="notes">{% for note in (table.notes[1:] if table.empty else table.notes) %}<li>{{ note }}</li>{% endfor %}</ul>
 {% if table.footnotes %}<h2>Sources</h2>
 <ol class="footnotes">
 {% for f in table.footnotes %}<li id="{{ d.name }}-fn-{{ f.number }}" value="{{ f.number }}">
@@ -274,7 +275,7 @@ def render_table_html(table: Table, chart_svg: str | None = None, chart_caption:
                       downloads: list[tuple[str, str]] | None = None) -> str:
     """The table as an HTML <section>. `chart_svg` is trusted markup (made by charts.py); everything else is escaped."""
     return _table_template.render(
-        d=table.definition, table=table, empty_note=NO_MEASUREMENT, render_cell=_render_cell(table.definition.name),
+        d=table.definition, table=table, render_cell=_render_cell(table.definition.name),
         chart=Markup(chart_svg) if chart_svg else None, chart_caption=chart_caption, downloads=downloads,
     )
 

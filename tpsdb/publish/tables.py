@@ -433,11 +433,74 @@ def _common_notes(d: Definition, calc: bool = True) -> list[str]:
     return notes
 
 
-def _finish(d: Definition, columns, rows, fixed, notes, footnotes: _Footnotes, chart=None, total=None) -> Table:
+def _decimals(value: float) -> int:
+    """How many decimals a figure has as stored (up to 2): 95 → 0, 151.9 → 1, 81.11 → 2."""
+    return len(fmt_number(value).partition(".")[2])
+
+
+def align_decimals(columns: Sequence[Column], rows: Sequence[dict[str, Cell]]) -> None:
+    """Every number of a measured or reference column is written with the same decimals (95.00 next to 81.11,
+    never 95), those of the most precise figure in the column; the figure itself is unchanged."""
+    for c in columns:
+        if c.kind not in ("measured", "reference"):
+            continue
+        cells = [row[c.key] for row in rows if c.key in row and isinstance(row[c.key].value, (int, float))]
+        places = max((_decimals(cell.value) for cell in cells), default=0)
+        for cell in cells:
+            plain = fmt_number(cell.value)
+            if cell.text.startswith(plain):
+                cell.text = f"{cell.value:.{places}f}" + cell.text[len(plain):]
+
+
+def empty_reason(conn: Connection, d: Definition) -> str:
+    """What keeps a table empty, named: the first of its fixed conditions (in the order a reader narrows down: machine,
+    model, format, program, lengths, users) that no validated figure meets together with the ones before it."""
+    base = ["status = 'active'", "nature = 'measured'", _FINITE]
+    applied: list[str] = []
+    params: dict[str, Any] = {}
+    expanding = []
+
+    def count(clauses: list[str]) -> int:
+        sql = "SELECT COUNT(*) FROM measurement_full WHERE " + " AND ".join(clauses)
+        statement = text(sql).bindparams(*expanding) if expanding else text(sql)
+        return conn.execute(statement, params).scalar_one()
+
+    if count(base) == 0:
+        return ("The database holds no validated measurement at all: `tpsdb refresh` (reading the enabled sources) "
+                "or `tpsdb add` would fill it.")
+    said: list[str] = []
+    for key in FIXED_COLUMNS:
+        if key not in d.fixed:
+            continue
+        value = d.fixed[key]
+        name = f"p_{key}"
+        if isinstance(value, (tuple, list)):
+            clause = f"{key} IN :{name}"
+            params[name] = list(value)
+            expanding.append(bindparam(name, expanding=True))
+        else:
+            clause = f"{key} = :{name}"
+            params[name] = value
+        before = count(base + applied)
+        if count(base + applied + [clause]) == 0:
+            within = f" with {', '.join(said)}" if said else ""
+            return (f"Missing: a figure with {key.replace('_', ' ')} {_listing(value)}. The database holds {before} "
+                    f"validated figure{'s' if before != 1 else ''}{within}, none with {key.replace('_', ' ')} "
+                    f"{_listing(value)}; a source measuring it (added with `tpsdb add` or a refreshed source) would "
+                    "fill this table.")
+        applied.append(clause)
+        said.append(f"{key.replace('_', ' ')} {_listing(value)}")
+    return ("Missing: a figure on the model file size the reference cites; the figures meeting every condition were "
+            "recorded on another file size of that model and format.")
+
+
+def _finish(conn: Connection, d: Definition, columns, rows, fixed, notes, footnotes: _Footnotes, chart=None,
+            total=None) -> Table:
+    align_decimals(columns, rows)
     table = Table(definition=d, columns=columns, rows=rows, held_fixed=fixed, notes=notes,
                   footnotes=footnotes.items, chart=chart, total_rows=total)
     if table.empty:
-        table.notes.insert(0, NO_MEASUREMENT)
+        table.notes.insert(0, f"{NO_MEASUREMENT} {empty_reason(conn, d)}")
     return table
 
 
@@ -537,7 +600,7 @@ def build_machines(conn: Connection, d: Definition) -> Table:
     chart = {"type": "bandwidth", "points": points, "read_gb": read_gb,
              "title": f"{_listing(d.fixed['model'])} {_listing(d.fixed['quantization'])}: measured vs memory bandwidth"}
     varies = {"hardware": "one machine per row"}
-    return _finish(d, columns, rows, held_fixed(conn, d, varies, model_files), table_notes, notes, chart)
+    return _finish(conn, d, columns, rows, held_fixed(conn, d, varies, model_files), table_notes, notes, chart)
 
 
 # --------------------------------------------------------------------------------------------- 3. quantization
@@ -594,7 +657,7 @@ def build_quantization(conn: Connection, d: Definition) -> Table:
                        "say which version each figure comes from.")
     chart = {"type": "speedup", "rows": chart_rows, "formats": others, "baseline": base,
              "title": f"{_listing(d.fixed['model'])}: generation speed-up over {base} (calc.)"}
-    return _finish(d, columns, rows, held_fixed(conn, d, varies), table_notes, notes, chart)
+    return _finish(conn, d, columns, rows, held_fixed(conn, d, varies), table_notes, notes, chart)
 
 
 # ------------------------------------------------------------------------------------------------ 4. versions
@@ -666,7 +729,7 @@ def build_versions(conn: Connection, d: Definition) -> Table:
     if d.columns:
         varies["quantization"] = f"one format per column: {', '.join(formats)}"
     table_notes = _common_notes(d) + [order_note]
-    return _finish(d, columns, rows, held_fixed(conn, d, varies), table_notes, notes)
+    return _finish(conn, d, columns, rows, held_fixed(conn, d, varies), table_notes, notes)
 
 
 def _build_numbers(conn: Connection):
@@ -714,7 +777,7 @@ def build_software(conn: Connection, d: Definition) -> Table:
         row["figures"] = _text(r["n_qualifying"] if r else 0)
         rows.append(row)
     varies = {"software": "one program per row (its version as picked)"}
-    return _finish(d, columns, rows, held_fixed(conn, d, varies), _common_notes(d, calc=False), notes)
+    return _finish(conn, d, columns, rows, held_fixed(conn, d, varies), _common_notes(d, calc=False), notes)
 
 
 # --------------------------------------------------------------------------------------------- 6. concurrency
@@ -740,6 +803,8 @@ def build_concurrency(conn: Connection, d: Definition) -> Table:
     for n in user_counts:
         by_f = cells.get(n, {})
         agg, per = by_f.get("aggregate"), by_f.get("per_user")
+        if n == 1:  # one user: what that user sees is the whole output, so each figure is also the other
+            per, agg = per or agg, agg or per
         row = {"users": _text(n), "per_user": _measured(notes, per), "aggregate": _measured(notes, agg)}
         share = agg["tokens_per_second"] / n if agg else None
         row["per_user_calc"] = _calc(share, fmt_calc, f"{fmt_number(agg['tokens_per_second']) if agg else ''} ÷ {n}")
@@ -756,11 +821,17 @@ def build_concurrency(conn: Connection, d: Definition) -> Table:
                        "two are the same quantity.")
     if reference is None:
         table_notes.append("No one-user figure qualifies, so no gain can be computed.")
+    missing = [str(n) for n in user_counts if n != 1 and "per_user" not in cells.get(n, {})]
+    if missing:
+        table_notes.append(f"Per user tokens/s (measured) is empty at {', '.join(missing)} users: no source measured "
+                           "what one user sees there (llama-batched-bench reports the aggregate only); a per-user "
+                           "figure, e.g. from a serving benchmark, would fill it. The calc. column divides the "
+                           "aggregate instead. At one user the two figures are the same.")
     varies = {"concurrency": "one number of concurrent users per row; per-user and aggregate figures in their own "
                              "columns"}
     chart = {"type": "concurrency", "series": series,
              "title": f"{_listing(d.fixed['model'])} on {_listing(d.fixed['hardware'])}: aggregate vs per user"}
-    return _finish(d, columns, rows, held_fixed(conn, d, varies), table_notes, notes, chart)
+    return _finish(conn, d, columns, rows, held_fixed(conn, d, varies), table_notes, notes, chart)
 
 
 # ------------------------------------------------------------------------------------------------- 7. sources
@@ -795,7 +866,7 @@ def build_sources(conn: Connection, d: Definition) -> Table:
         table_notes[0] += f" Why: {d.pick_reason}"
     if total > len(rows):
         table_notes.append(f"Showing the {len(rows)} sources with the most figures, of {total}.")
-    return _finish(d, columns, rows, held_fixed(conn, d, varies), table_notes, notes,
+    return _finish(conn, d, columns, rows, held_fixed(conn, d, varies), table_notes, notes,
                    total=total if total > len(rows) else None)
 
 
@@ -858,7 +929,7 @@ def build_spread(conn: Connection, d: Definition) -> Table:
                    "recorded conditions in which a figure differs from the highest one.", CALC_NOTE]
     if total > len(rows):
         table_notes.append(f"Showing the {len(rows)} highest of {total} figures (limit = {d.limit}).")
-    return _finish(d, columns, rows, held_fixed(conn, d, {}), table_notes, notes,
+    return _finish(conn, d, columns, rows, held_fixed(conn, d, {}), table_notes, notes,
                    total=total if total > len(rows) else None)
 
 
@@ -898,7 +969,7 @@ def build_conformance(conn: Connection, d: Definition) -> Table:
     if total > len(rows):
         notes.append(f"Showing {len(rows)} of {total} sources (limit = {d.limit}).")
     if not rows:
-        notes.insert(0, NO_MEASUREMENT)
+        notes.insert(0, f"{NO_MEASUREMENT} No source has been read yet: `tpsdb refresh` or `tpsdb add` would fill it.")
     return Table(definition=d, columns=columns, rows=rows, held_fixed=fixed, notes=notes, footnotes=[],
                  total_rows=total if total > len(rows) else None)
 
