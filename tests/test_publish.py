@@ -298,8 +298,8 @@ def test_sources_one_example_each(tmp_path):
         rec(ULTRA, 94.27, comment=3),  # another machine
     ])
     table = build(engine, definition("sources", {"hardware": SPARK, "phase": "generation"}, pick="latest"))
-    assert [r["source"].text for r in table.rows] == ["https://github.com/ggml-org/llama.cpp/discussions/4167",
-                                                      "https://servethehome.example/spark-review"]
+    assert [r["source"].text for r in table.rows] == ["llama.cpp discussion 4167",
+                                                      "servethehome.example/spark-review"]
     first = table.rows[0]
     assert first["figures"].text == "2" and first["example"].text == "59.0"  # as many decimals as 42.1 below it
     assert first["source"].href == "https://github.com/ggml-org/llama.cpp/discussions/4167"
@@ -323,7 +323,7 @@ def test_spread_ranks_every_figure_and_names_what_differs(tmp_path):
     assert differs[0] == "(the highest figure)"
     assert differs[1] == "lengths: tg32 @ d8192"
     assert differs[2] == "software: llama.cpp b6800"
-    assert "software: Ollama 0.12.3" in differs[3] and "source: https://servethehome.example/spark" in differs[3]
+    assert "software: Ollama 0.12.3" in differs[3] and "source: servethehome.example/spark" in differs[3]
     assert table.rows[3]["vs_top"].text == "26.2%"
     limited = build(engine, definition("spread", dict(d.fixed), limit=2))
     assert len(limited.rows) == 2 and limited.total_rows == 4 and any("2 highest of 4" in n for n in limited.notes)
@@ -669,3 +669,29 @@ def test_concurrency_per_user_column_is_filled_where_a_per_user_figure_exists(tm
     assert two["per_user"].text == "45.50" and two["aggregate"].text == "95.00"
     assert four["per_user"].text == ""
     assert any("empty at 4 users" in n and "would fill it" in n for n in table.notes), table.notes
+
+
+def test_spread_lists_a_figure_seen_via_two_sources_once_with_both_citations(tmp_path):
+    gpt = dict(model="gpt-oss 120B", quant="MXFP4", gen=32, version="b6918 (2f68ce7cf)")
+    blob = ("https://github.com/ggml-org/llama.cpp/blob/4c7e9893c4ca8eec35d032726d14b74fae76cff8/benches/"
+            "dgx-spark.md")
+    discussion = "https://github.com/ggml-org/llama.cpp/discussions/16578"
+    engine, _, outcomes = build_db(tmp_path, [
+        rec(SPARK, 55.4, url=blob, **gpt), rec(SPARK, 55.4, url=discussion, **gpt),
+        rec(SPARK, 51.85, depth=8192, url=blob, **gpt), rec(SPARK, 51.85, depth=8192, url=discussion, **gpt),
+    ])
+    assert all(o.outcome == "accepted" for o in outcomes), [o.reasons for o in outcomes]
+    d = definition("spread", {"hardware": SPARK, "model": "gpt-oss 120B", "phase": "generation", "users": 1})
+    table = build(engine, d)
+    assert [r["tokens_per_second"].text for r in table.rows] == ["55.40", "51.85"]
+    first = table.rows[0]
+    cited = {footnote(table, first["tokens_per_second"]).url} | {
+        f.url for f in table.footnotes if f.number in first["tokens_per_second"].also}
+    assert cited == {blob, discussion}
+    assert first["source"].text == "llama.cpp benches/dgx-spark.md; llama.cpp discussion 16578"
+    assert first["source"].href == blob  # the full address is the link, not the text
+    assert table.rows[1]["differs"].text == "lengths: tg32 @ d8192"  # the same two sources: not a difference
+    html = render_html(table)
+    assert html.count(blob) >= 1 and "benches/dgx-spark.md</a>" not in html.replace(blob, "")
+    assert re.search(r'<sup class="fn"><a href="#t-spread-fn-1">1</a>,<a href="#t-spread-fn-2">2</a></sup>', html)
+    assert [c.label for c in table.columns].index("Differs from #1") < [c.label for c in table.columns].index("Source")

@@ -10,6 +10,7 @@ never put in a measured column, and a measured column with no qualifying figure 
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
@@ -60,6 +61,7 @@ class Cell:
     footnote: int | None = None
     href: str | None = None
     hint: str | None = None
+    also: tuple[int, ...] = ()  # footnotes of the same figure published by other sources
 
 
 @dataclass
@@ -187,6 +189,28 @@ def _date(value: Any) -> str | None:
     return value.isoformat() if hasattr(value, "isoformat") else str(value)[:10]
 
 
+_GITHUB = re.compile(r"^https?://github\.com/([^/]+)/([^/#?]+)(?:/(blob|tree)/[^/]+/(.+)|/(discussions|issues|pull)/(\d+))?")
+
+
+def source_label(title: str | None, url: str | None) -> str:
+    """A source named in a few words (its title, or its address shortened: "llama.cpp benches/dgx-spark.md",
+    "llama.cpp discussion 16578"); the full address stays in the link."""
+    if title:
+        return title
+    if not url:
+        return ""
+    m = _GITHUB.match(url)
+    if m:
+        repo = m.group(2)
+        if m.group(4):
+            return f"{repo} {m.group(4)}"
+        if m.group(6):
+            return f"{repo} {m.group(5).rstrip('s').replace('pull', 'pull request')} {m.group(6)}"
+        return f"{m.group(1)}/{repo}"
+    short = re.sub(r"^https?://(www\.)?", "", url).rstrip("/")
+    return short if len(short) <= 48 else short[:47] + "…"
+
+
 def fmt_options(options_json: str | None) -> str:
     try:
         options = json.loads(options_json or "{}")
@@ -299,23 +323,38 @@ def _picked(conn: Connection, d: Definition, partition: Sequence[str], extra: Ma
     return list(conn.execute(statement, params).mappings())
 
 
-def _ranked(conn: Connection, d: Definition) -> tuple[list[Mapping], int]:
-    """Every qualifying figure, highest first (up to the definition's limit), and how many there are in all."""
+# A figure is the same figure, whichever source it was read from, when its conditions and its value are the same
+# (llama.cpp's benches/dgx-spark.md and discussion 16578 publish the same runs).
+_SAME_FIGURE = ("hardware, model, quantization, file_size_gb, software, software_version, software_options, phase, "
+                "prompt_tokens, generated_tokens, context_depth, users, figure, tokens_per_second")
+
+
+def _ranked(conn: Connection, d: Definition) -> tuple[list[list[Mapping]], int]:
+    """Every distinct qualifying figure, highest first (up to the definition's limit), each as the list of its
+    copies (one per source that published it, first stored first), and how many distinct figures there are."""
     where, params, expanding = _conditions(d.fixed)
     limit = f"LIMIT {int(d.limit)}" if d.limit else ""
     sql = f"""
-        WITH top AS (
-            SELECT measurement_id, tokens_per_second, COUNT(*) OVER () AS n_total
+        WITH copies AS (
+            SELECT measurement_id, tokens_per_second,
+                   MIN(measurement_id) OVER (PARTITION BY {_SAME_FIGURE}) AS first_id
             FROM measurement_full WHERE {where}
-            ORDER BY tokens_per_second DESC, measurement_id ASC {limit}
+        ), top AS (
+            SELECT first_id, tokens_per_second, COUNT(*) OVER () AS n_total
+            FROM copies WHERE measurement_id = first_id
+            ORDER BY tokens_per_second DESC, first_id ASC {limit}
         )
-        SELECT {', '.join('v.' + c for c in _VIEW_COLUMNS)}, t.n_total
-        FROM top t JOIN measurement_full v ON v.measurement_id = t.measurement_id
-        ORDER BY t.tokens_per_second DESC, t.measurement_id ASC
+        SELECT {', '.join('v.' + c for c in _VIEW_COLUMNS)}, t.n_total, t.first_id
+        FROM top t JOIN copies c ON c.first_id = t.first_id JOIN measurement_full v ON v.measurement_id = c.measurement_id
+        ORDER BY t.tokens_per_second DESC, t.first_id ASC, v.measurement_id ASC
     """
     statement = text(sql).bindparams(*expanding) if expanding else text(sql)
-    rows = list(conn.execute(statement, params).mappings())
-    return rows, (rows[0]["n_total"] if rows else 0)
+    figures: dict[int, list[Mapping]] = {}
+    total = 0
+    for r in conn.execute(statement, params).mappings():
+        figures.setdefault(r["first_id"], []).append(r)
+        total = r["n_total"]
+    return list(figures.values()), total
 
 
 def _hardware_facts(conn: Connection, names: Iterable[str]) -> dict[str, Mapping]:
@@ -850,7 +889,8 @@ def build_sources(conn: Connection, d: Definition) -> Table:
     rows = []
     for r in picked:
         rows.append({
-            "source": _text(r["source_title"] or r["source_home_url"], href=r["source_home_url"]),
+            "source": _text(source_label(r["source_title"], r["source_home_url"]), href=r["source_home_url"],
+                            hint=r["source_home_url"]),
             "figures": _text(r["n_qualifying"]),
             "example": _measured(notes, r),
             "model": _text(r["model"]),
@@ -891,42 +931,55 @@ _DIMENSIONS = (
     ("quantization", lambda r: r["quantization"]),
     ("lengths", fmt_lengths),
     ("concurrency", fmt_concurrency),
-    ("source", lambda r: r["source_title"] or r["source_home_url"]),
+    ("source", lambda r: source_label(r["source_title"], r["source_home_url"])),
 )
 
 
 def build_spread(conn: Connection, d: Definition) -> Table:
-    """Every qualifying figure for one model on one machine, highest first, with what differs from the top one."""
+    """Every qualifying figure for one model on one machine, highest first, with what differs from the top one. A
+    figure several sources publish is one row citing each of them."""
     ranked, total = _ranked(conn, d)
     notes = _Footnotes()
     columns = [Column("rank", "Rank"), Column("tokens_per_second", "Measured tokens/s", "measured"),
                Column("vs_top", "Share of #1 (calc.)", "calc", "this figure ÷ the highest"),
+               Column("differs", "Differs from #1"),
                Column("software", "Software"), Column("quantization", "Quantization"), Column("lengths", "Lengths"),
-               Column("concurrency", "Concurrency"), Column("source", "Source"),
-               Column("differs", "Differs from #1")]
+               Column("concurrency", "Concurrency"), Column("source", "Source")]
     rows = []
-    top = ranked[0] if ranked else None
-    top_says = {name: fn(top) for name, fn in _DIMENSIONS} if top else {}
-    for rank, r in enumerate(ranked, 1):
-        says = {name: fn(r) for name, fn in _DIMENSIONS}
+    top = ranked[0][0] if ranked else None
+
+    def sources(copies):
+        return "; ".join(dict.fromkeys(source_label(r["source_title"], r["source_home_url"]) for r in copies))
+
+    top_says = {name: fn(top) for name, fn in _DIMENSIONS if name != "source"} if top else {}
+    if top:
+        top_says["source"] = sources(ranked[0])
+    for rank, copies in enumerate(ranked, 1):
+        r = copies[0]
+        says = {name: fn(r) for name, fn in _DIMENSIONS if name != "source"}
+        says["source"] = sources(copies)
         differs = [f"{name}: {text}" for name, text in says.items() if text != top_says[name]]
         if options := options_differing(r, top):
             differs.insert(1 if says["software"] != top_says["software"] else 0, f"options: {options}")
+        cell = _measured(notes, r)
+        cell.also = tuple(dict.fromkeys(n for n in (notes.measurement(c) for c in copies[1:]) if n != cell.footnote))
         rows.append({
             "rank": _text(rank),
-            "tokens_per_second": _measured(notes, r),
+            "tokens_per_second": cell,
             "vs_top": _calc(r["tokens_per_second"] / top["tokens_per_second"], fmt_percent,
                             f"{fmt_number(r['tokens_per_second'])} ÷ {fmt_number(top['tokens_per_second'])}"),
+            "differs": _text("(the highest figure)" if rank == 1 else
+                             ("; ".join(differs) or "nothing recorded: same conditions, another run")),
             "software": _text(fmt_software(r)),
             "quantization": _text(r["quantization"]),
             "lengths": _text(fmt_lengths(r)),
             "concurrency": _text(fmt_concurrency(r)),
-            "source": _text(r["source_title"] or r["source_home_url"], href=r["source_home_url"]),
-            "differs": _text("(the highest figure)" if rank == 1 else
-                             ("; ".join(differs) or "nothing recorded: same conditions, another run")),
+            "source": _text(says["source"], href=r["source_home_url"], hint=" · ".join(
+                dict.fromkeys(c["source_home_url"] for c in copies))),
         })
     table_notes = ["Every qualifying figure, highest first; no pick rule applies. \"Differs from #1\" lists the "
-                   "recorded conditions in which a figure differs from the highest one.", CALC_NOTE]
+                   "recorded conditions in which a figure differs from the highest one. A figure published by several "
+                   "sources (same conditions, same value) is one row citing each source.", CALC_NOTE]
     if total > len(rows):
         table_notes.append(f"Showing the {len(rows)} highest of {total} figures (limit = {d.limit}).")
     return _finish(conn, d, columns, rows, held_fixed(conn, d, {}), table_notes, notes,
