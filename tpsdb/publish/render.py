@@ -183,8 +183,9 @@ body{font-family:system-ui,-apple-system,"Segoe UI",sans-serif;margin:2rem auto;
 color:#1d1d1f;line-height:1.45}
 h1{font-size:1.5rem}h2{font-size:1.1rem;margin-top:1.6rem}
 table.tps{border-collapse:collapse;margin:1rem 0;font-size:.9rem}
-table.tps th,table.tps td{border:1px solid #d0d0d5;padding:.3rem .5rem;vertical-align:top;overflow-wrap:anywhere}
+table.tps th,table.tps td{border:1px solid #d0d0d5;padding:.3rem .5rem;vertical-align:top;overflow-wrap:break-word}
 table.tps td{min-width:3rem}
+@media (max-width:40rem){body{margin:1rem auto}dl.fixed{grid-template-columns:1fr}dl.fixed dd{margin-bottom:.3rem}}
 table.tps th{background:#f3f3f6;text-align:left}
 td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
 table.tps th.calc,table.tps td.calc{background:#fff8e6;font-style:italic}
