@@ -395,7 +395,7 @@ def test_charts_are_inline_svg_and_deterministic(tmp_path):
     engine, _, _ = build_db(tmp_path, [rec(SPARK, 57.12), rec(ULTRA, 94.27, comment=2)])
     table = build(engine, definition("ceiling", TG128))
     svg, caption = chart_svg(table.chart)
-    assert svg.startswith("<svg") and "NVIDIA DGX Spark" in svg and "calc." in svg
+    assert svg.startswith("<svg") and "calc." in svg and "NVIDIA DGX Spark" in caption  # named in the key
     assert "calculation" in caption
     assert chart_svg(build(engine, definition("ceiling", TG128)).chart)[0] == svg
 
@@ -695,3 +695,18 @@ def test_spread_lists_a_figure_seen_via_two_sources_once_with_both_citations(tmp
     assert html.count(blob) >= 1 and "benches/dgx-spark.md</a>" not in html.replace(blob, "")
     assert re.search(r'<sup class="fn"><a href="#t-spread-fn-1">1</a>,<a href="#t-spread-fn-2">2</a></sup>', html)
     assert [c.label for c in table.columns].index("Differs from #1") < [c.label for c in table.columns].index("Source")
+
+
+def test_chart_point_labels_never_overlap_and_the_key_names_each_point():
+    from tpsdb.publish.charts import chart_key, label_offsets
+    pixels = [(400.0, 100.0 + i) for i in range(6)] + [(800.0, 200.0), (801.0, 203.0)]  # piled up at 400 and 800
+    boxes = [(x + dx, y + dy) for (x, y), (dx, dy) in zip(pixels, label_offsets(pixels))]
+    for i, (x1, y1) in enumerate(boxes):
+        for x2, y2 in boxes[i + 1:]:
+            assert abs(x1 - x2) >= 11 or abs(y1 - y2) >= 9, boxes
+    chart = {"type": "bandwidth", "read_gb": 3.79, "title": "t",
+             "points": [{"label": f"Apple M{i}", "bandwidth_gbs": 400, "tokens_per_second": 60 + i * 0.2,
+                         "bandwidth_kind": "vendor"} for i in range(1, 7)]}
+    svg, caption = chart_svg(chart)
+    assert "Points: 1 Apple M1; 2 Apple M2" in caption and "6 Apple M6." in caption
+    assert "Apple M1" not in svg  # the chart carries numbers; the key carries the names
