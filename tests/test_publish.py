@@ -216,7 +216,7 @@ def test_quantization_formats_side_by_side(tmp_path):
     fixed = {k: v for k, v in TG128.items() if k != "quantization"}
     table = build(engine, definition("quantization", fixed, columns=["F16", "Q8_0", "Q4_0"]))
     ultra = row_of(table, "hardware", ULTRA)
-    assert [ultra[f"tps_{q}"].text for q in ("F16", "Q8_0", "Q4_0")] == ["41", "66", "94.27"]
+    assert [ultra[f"tps_{q}"].text for q in ("F16", "Q8_0", "Q4_0")] == ["41", "66.00", "94.27"]
     assert ultra["speedup_Q4_0"].text == "×2.30" and ultra["speedup_Q8_0"].text == "×1.61"
     assert ultra["size_Q4_0"].text == "×3.56" and ultra["size_Q8_0"].text == "×1.88"  # 13.48 / 3.79, / 7.16
     m1 = row_of(table, "hardware", M1)
@@ -298,10 +298,10 @@ def test_sources_one_example_each(tmp_path):
         rec(ULTRA, 94.27, comment=3),  # another machine
     ])
     table = build(engine, definition("sources", {"hardware": SPARK, "phase": "generation"}, pick="latest"))
-    assert [r["source"].text for r in table.rows] == ["https://github.com/ggml-org/llama.cpp/discussions/4167",
-                                                      "https://servethehome.example/spark-review"]
+    assert [r["source"].text for r in table.rows] == ["llama.cpp discussion 4167",
+                                                      "servethehome.example/spark-review"]
     first = table.rows[0]
-    assert first["figures"].text == "2" and first["example"].text == "59"
+    assert first["figures"].text == "2" and first["example"].text == "59.0"  # as many decimals as 42.1 below it
     assert first["source"].href == "https://github.com/ggml-org/llama.cpp/discussions/4167"
     assert table.rows[1]["software"].text == "Ollama 0.12.3" and table.rows[1]["lengths"].text == "tg128"
 
@@ -318,12 +318,12 @@ def test_spread_ranks_every_figure_and_names_what_differs(tmp_path):
     ])
     d = definition("spread", {"hardware": SPARK, "model": "gpt-oss 120B", "phase": "generation", "users": 1})
     table = build(engine, d)
-    assert [r["tokens_per_second"].text for r in table.rows] == ["55.4", "51.85", "42", "14.5"]
+    assert [r["tokens_per_second"].text for r in table.rows] == ["55.40", "51.85", "42.00", "14.50"]
     differs = [r["differs"].text for r in table.rows]
     assert differs[0] == "(the highest figure)"
     assert differs[1] == "lengths: tg32 @ d8192"
     assert differs[2] == "software: llama.cpp b6800"
-    assert "software: Ollama 0.12.3" in differs[3] and "source: https://servethehome.example/spark" in differs[3]
+    assert "software: Ollama 0.12.3" in differs[3] and "source: servethehome.example/spark" in differs[3]
     assert table.rows[3]["vs_top"].text == "26.2%"
     limited = build(engine, definition("spread", dict(d.fixed), limit=2))
     assert len(limited.rows) == 2 and limited.total_rows == 4 and any("2 highest of 4" in n for n in limited.notes)
@@ -338,7 +338,7 @@ def test_every_project_table_renders_on_an_empty_database(tmp_path):
     with engine.connect() as conn:
         tables = [build_table(conn, d) for d in definitions]
     for table in tables:
-        assert table.empty and table.notes[0] == NO_MEASUREMENT
+        assert table.empty and table.notes[0].startswith(NO_MEASUREMENT)
         for renderer in (render_markdown, render_html, render_csv, render_json):
             out = renderer(table)
             assert table.definition.columns == () or out
@@ -395,7 +395,7 @@ def test_charts_are_inline_svg_and_deterministic(tmp_path):
     engine, _, _ = build_db(tmp_path, [rec(SPARK, 57.12), rec(ULTRA, 94.27, comment=2)])
     table = build(engine, definition("ceiling", TG128))
     svg, caption = chart_svg(table.chart)
-    assert svg.startswith("<svg") and "NVIDIA DGX Spark" in svg and "calc." in svg
+    assert svg.startswith("<svg") and "calc." in svg and "NVIDIA DGX Spark" in caption  # named in the key
     assert "calculation" in caption
     assert chart_svg(build(engine, definition("ceiling", TG128)).chart)[0] == svg
 
@@ -604,3 +604,109 @@ def test_d20_p8_a_non_finite_figure_is_never_published(tmp_path):
         assert not re.search(r"\binf\b|Infinity", content) and "94.27" not in content, page
     assert "1 figure matching this table holds a non-finite tokens/s" in (out / "mine.md").read_text()
     assert "57.12" in (out / "mine.md").read_text()
+
+
+# ------------------------------------------------------------------------------------ site defects (issue 12)
+def _specificity(selector: str) -> tuple[int, int, int]:
+    ids = selector.count("#")
+    classes = len(re.findall(r"\.[\w-]+|\[[^\]]+\]|:(?!:)[\w-]+", selector))
+    elements = len(re.findall(r"(?:^|[\s>+~])([a-z][\w-]*)", selector))
+    return ids, classes, elements
+
+
+def _background_rules(css: str) -> list[tuple[str, str]]:
+    """(selector, declarations) for every CSS rule that sets a background."""
+    return [(sel.strip(), body) for group, body in re.findall(r"([^{}]+)\{([^}]*)\}", css) if "background" in body
+            for sel in group.split(",")]
+
+
+def test_calc_and_measured_headers_are_shaded_over_the_plain_header_rule():
+    from tpsdb.publish.render import STYLE
+    rules = _background_rules(STYLE)
+    plain = max(_specificity(s) for s, _ in rules if s.endswith("th") and "." not in s.split()[-1])
+    for kind in ("calc", "measured"):
+        shaded = [_specificity(s) for s, _ in rules if s.endswith(f"th.{kind}")]
+        assert shaded and max(shaded) > plain, (kind, shaded, plain)  # later and not weaker: it wins
+
+
+def test_empty_table_note_appears_once_and_names_what_would_fill_it(tmp_path):
+    engine, _, _ = build_db(tmp_path, [rec(ULTRA, 94.27, quant="Q8_0")])  # Llama 2 7B, but not in Q4_0
+    d = definition("machines", TG128)
+    table = build(engine, d)
+    assert table.empty and table.notes[0].startswith(NO_MEASUREMENT)
+    assert "quantization Q4_0" in table.notes[0] and "1 validated figure" in table.notes[0], table.notes[0]
+    html = render_html(table)
+    assert html.count("No validated measurement matches") == 1
+    empty_db_engine, _, _ = build_db(tmp_path, [], name="empty.sqlite")
+    assert "tpsdb refresh" in build(empty_db_engine, d).notes[0]
+    site = tmp_path / "site"
+    publish_site(engine, [d], site)
+    index = (site / "index.html").read_text(encoding="utf-8")
+    assert "none yet" in index and "quantization Q4_0" in index
+
+
+def test_numbers_in_one_column_share_their_decimals(tmp_path):
+    gpt = dict(model="gpt-oss 20B", quant="MXFP4", gen=32, depth=512, figure="aggregate", version="b6918 (2f68ce7cf)")
+    engine, _, _ = build_db(tmp_path, [rec(SPARK, 81.11, users=1, **gpt), rec(SPARK, 95.0, users=2, **gpt),
+                                       rec(SPARK, 151.9, users=4, **gpt)])
+    fixed = {"hardware": SPARK, "model": "gpt-oss 20B", "quantization": "MXFP4", "phase": "generation",
+             "generated_tokens": 32, "context_depth": 512}
+    table = build(engine, definition("concurrency", fixed, rows=[1, 2, 4]))
+    assert [r["aggregate"].text for r in table.rows] == ["81.11", "95.00", "151.90"]
+    assert [r["aggregate"].value for r in table.rows] == [81.11, 95.0, 151.9]  # the figures themselves unchanged
+
+
+def test_concurrency_per_user_column_is_filled_where_a_per_user_figure_exists(tmp_path):
+    gpt = dict(model="gpt-oss 20B", quant="MXFP4", gen=32, depth=512, version="b6918 (2f68ce7cf)")
+    engine, _, _ = build_db(tmp_path, [rec(SPARK, 81.11, users=1, figure="aggregate", **gpt),
+                                       rec(SPARK, 95.0, users=2, figure="aggregate", **gpt),
+                                       rec(SPARK, 45.5, users=2, figure="per_user", comment=9, **gpt)])
+    fixed = {"hardware": SPARK, "model": "gpt-oss 20B", "quantization": "MXFP4", "phase": "generation",
+             "generated_tokens": 32, "context_depth": 512}
+    table = build(engine, definition("concurrency", fixed, rows=[1, 2, 4]))
+    one, two, four = table.rows
+    assert one["per_user"].text == "81.11" and one["per_user"].footnote == one["aggregate"].footnote
+    assert two["per_user"].text == "45.50" and two["aggregate"].text == "95.00"
+    assert four["per_user"].text == ""
+    assert any("empty at 4 users" in n and "would fill it" in n for n in table.notes), table.notes
+
+
+def test_spread_lists_a_figure_seen_via_two_sources_once_with_both_citations(tmp_path):
+    gpt = dict(model="gpt-oss 120B", quant="MXFP4", gen=32, version="b6918 (2f68ce7cf)")
+    blob = ("https://github.com/ggml-org/llama.cpp/blob/4c7e9893c4ca8eec35d032726d14b74fae76cff8/benches/"
+            "dgx-spark.md")
+    discussion = "https://github.com/ggml-org/llama.cpp/discussions/16578"
+    engine, _, outcomes = build_db(tmp_path, [
+        rec(SPARK, 55.4, url=blob, **gpt), rec(SPARK, 55.4, url=discussion, **gpt),
+        rec(SPARK, 51.85, depth=8192, url=blob, **gpt), rec(SPARK, 51.85, depth=8192, url=discussion, **gpt),
+    ])
+    assert all(o.outcome == "accepted" for o in outcomes), [o.reasons for o in outcomes]
+    d = definition("spread", {"hardware": SPARK, "model": "gpt-oss 120B", "phase": "generation", "users": 1})
+    table = build(engine, d)
+    assert [r["tokens_per_second"].text for r in table.rows] == ["55.40", "51.85"]
+    first = table.rows[0]
+    cited = {footnote(table, first["tokens_per_second"]).url} | {
+        f.url for f in table.footnotes if f.number in first["tokens_per_second"].also}
+    assert cited == {blob, discussion}
+    assert first["source"].text == "llama.cpp benches/dgx-spark.md; llama.cpp discussion 16578"
+    assert first["source"].href == blob  # the full address is the link, not the text
+    assert table.rows[1]["differs"].text == "lengths: tg32 @ d8192"  # the same two sources: not a difference
+    html = render_html(table)
+    assert html.count(blob) >= 1 and "benches/dgx-spark.md</a>" not in html.replace(blob, "")
+    assert re.search(r'<sup class="fn"><a href="#t-spread-fn-1">1</a>,<a href="#t-spread-fn-2">2</a></sup>', html)
+    assert [c.label for c in table.columns].index("Differs from #1") < [c.label for c in table.columns].index("Source")
+
+
+def test_chart_point_labels_never_overlap_and_the_key_names_each_point():
+    from tpsdb.publish.charts import chart_key, label_offsets
+    pixels = [(400.0, 100.0 + i) for i in range(6)] + [(800.0, 200.0), (801.0, 203.0)]  # piled up at 400 and 800
+    boxes = [(x + dx, y + dy) for (x, y), (dx, dy) in zip(pixels, label_offsets(pixels))]
+    for i, (x1, y1) in enumerate(boxes):
+        for x2, y2 in boxes[i + 1:]:
+            assert abs(x1 - x2) >= 11 or abs(y1 - y2) >= 9, boxes
+    chart = {"type": "bandwidth", "read_gb": 3.79, "title": "t",
+             "points": [{"label": f"Apple M{i}", "bandwidth_gbs": 400, "tokens_per_second": 60 + i * 0.2,
+                         "bandwidth_kind": "vendor"} for i in range(1, 7)]}
+    svg, caption = chart_svg(chart)
+    assert "Points: 1 Apple M1; 2 Apple M2" in caption and "6 Apple M6." in caption
+    assert "Apple M1" not in svg  # the chart carries numbers; the key carries the names

@@ -66,17 +66,50 @@ def bandwidth_chart(chart: dict) -> str | None:
         ax.plot([0, top], [0, top / read], linestyle="--", color="#c27c0e",
                 label=f"max. (calc.) = bandwidth ÷ {read:g} GB read per token")
         ax.set_ylim(0, max(max(ys), min(top / read, max(ys) * 1.6)) * 1.08)
-    if len(points) <= 30:
-        for p in points:
-            ax.annotate(_plain(p["label"]), (p["bandwidth_gbs"], p["tokens_per_second"]), fontsize=6.5,
-                        xytext=(3, 3), textcoords="offset points", color="#333")
     ax.set_xlim(left=0)
+    _number_points(ax, fig, [(p["bandwidth_gbs"], p["tokens_per_second"]) for p in points])
     ax.set_xlabel("memory bandwidth (GB/s)")
     ax.set_ylabel("tokens/s")
     ax.set_title(_plain(chart["title"]))
     ax.legend(loc="upper left", frameon=False)
     ax.grid(alpha=0.25)
     return _svg(fig)
+
+
+def label_offsets(pixels: list[tuple[float, float]], width: float = 11, height: float = 9) -> list[tuple[float, float]]:
+    """Where each point's label goes (an offset in pixels from its point) so that no two labels overlap: each label
+    starts up and to the right of its point and moves up past any label already placed there."""
+    placed: list[tuple[float, float]] = []
+    offsets: list[tuple[float, float]] = [(0.0, 0.0)] * len(pixels)
+    for i in sorted(range(len(pixels)), key=lambda i: (pixels[i][1], pixels[i][0])):
+        x, y = pixels[i][0] + 3, pixels[i][1] + 2
+        while any(abs(x - px) < width and abs(y - py) < height for px, py in placed):
+            y += height
+        placed.append((x, y))
+        offsets[i] = (x - pixels[i][0], y - pixels[i][1])
+    return offsets
+
+
+def _number_points(ax, fig, xy: list[tuple[float, float]]) -> None:
+    """Each point labelled with its number (the key below the chart names it): short labels, never on top of each
+    other, joined to their point by a thin line when moved away from it."""
+    if not xy:
+        return
+    ax.figure.canvas  # noqa: B018 (the transforms below need the figure's canvas)
+    pixels = [tuple(ax.transData.transform(p)) for p in xy]
+    to_points = 72 / fig.dpi
+    for n, ((x, y), (dx, dy)) in enumerate(zip(xy, label_offsets(pixels)), 1):
+        moved = dy > 12
+        ax.annotate(str(n), (x, y), xytext=(dx * to_points, dy * to_points), textcoords="offset points",
+                    fontsize=6.5, color="#333",
+                    arrowprops={"arrowstyle": "-", "color": "#999", "linewidth": 0.5} if moved else None)
+
+
+def chart_key(chart: dict) -> str:
+    """The names of a bandwidth chart's numbered points, for its caption."""
+    if chart.get("type") != "bandwidth":
+        return ""
+    return " Points: " + "; ".join(f"{n} {p['label']}" for n, p in enumerate(chart["points"], 1)) + "."
 
 
 def speedup_chart(chart: dict) -> str | None:
@@ -150,4 +183,4 @@ def chart_svg(chart: dict | None) -> tuple[str | None, str]:
         svg = CHARTS[chart["type"]](chart)
     if svg is None:
         return None, "No chart: no measured figure to draw yet."
-    return svg, CAPTIONS[chart["type"]]
+    return svg, CAPTIONS[chart["type"]] + chart_key(chart)

@@ -18,7 +18,7 @@ from jinja2 import Environment
 from markupsafe import Markup
 
 from ..output import spreadsheet_safe
-from .tables import NO_MEASUREMENT, Cell, Footnote, Table
+from .tables import Cell, Footnote, Table
 
 FORMATS = ("md", "html", "csv", "json")  # each is also its files' extension
 
@@ -34,6 +34,8 @@ def _cell_json(cell: Cell) -> dict:
     for key in ("footnote", "href", "hint"):
         if getattr(cell, key) is not None:
             data[key] = getattr(cell, key)
+    if cell.also:
+        data["also_footnotes"] = list(cell.also)
     return data
 
 
@@ -85,12 +87,12 @@ def render_csv(table: Table) -> str:
         line: list[Any] = []
         for c in table.columns:
             cell = row.get(c.key, Cell())
-            note = by_number.get(cell.footnote) if cell.footnote else None
+            cited = [by_number[n] for n in (cell.footnote, *cell.also) if n]  # a figure several sources publish
             if c.kind in ("measured", "reference"):
                 line.append("" if cell.value is None else cell.value)
-                line.append(note.url if note else "")
+                line.append(" ; ".join(f.url for f in cited))
                 if c.kind == "measured":
-                    line.append(note.retrieved_at if note else "")
+                    line.append(" ; ".join(f.retrieved_at or "" for f in cited))
             elif c.kind == "calc":
                 line.append("" if cell.value is None else round(cell.value, 4))
             else:
@@ -164,8 +166,8 @@ def render_markdown(table: Table) -> str:
         for c in table.columns:
             cell = row.get(c.key, Cell())
             text = md_link(cell.text, cell.href) if (cell.href and cell.text) else md_text(cell.text)
-            if cell.footnote:
-                text += f"[^{d.name}-{cell.footnote}]"
+            for number in (cell.footnote, *cell.also) if cell.footnote else ():
+                text += f"[^{d.name}-{number}]"
             cells.append(text)
         lines.append("| " + " | ".join(cells) + " |")
     lines.append("")
@@ -181,12 +183,15 @@ body{font-family:system-ui,-apple-system,"Segoe UI",sans-serif;margin:2rem auto;
 color:#1d1d1f;line-height:1.45}
 h1{font-size:1.5rem}h2{font-size:1.1rem;margin-top:1.6rem}
 table.tps{border-collapse:collapse;margin:1rem 0;font-size:.9rem}
-table.tps th,table.tps td{border:1px solid #d0d0d5;padding:.3rem .5rem;vertical-align:top}
+table.tps th,table.tps td{border:1px solid #d0d0d5;padding:.3rem .5rem;vertical-align:top;overflow-wrap:break-word}
+table.tps td{min-width:3rem}
+@media (max-width:40rem){body{margin:1rem auto}dl.fixed{grid-template-columns:1fr}dl.fixed dd{margin-bottom:.3rem}}
 table.tps th{background:#f3f3f6;text-align:left}
 td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
-th.calc,td.calc{background:#fff8e6;font-style:italic}
-th.measured{background:#e8f3ea}
+table.tps th.calc,table.tps td.calc{background:#fff8e6;font-style:italic}
+table.tps th.measured{background:#e8f3ea}
 td.empty{color:#999}
+td div.why{white-space:normal;text-align:left;font-size:.8rem;color:#555;max-width:24rem}
 sup.fn a{text-decoration:none;font-size:.75em;margin-left:.1em}
 dl.fixed{display:grid;grid-template-columns:max-content 1fr;gap:.2rem 1rem}
 dl.fixed dt{font-weight:600}dl.fixed dd{margin:0}
@@ -230,16 +235,16 @@ _TABLE = """<section class="table" id="{{ d.name }}" data-kind="{{ d.kind }}">
 <dl class="fixed">
 {% for name, text in table.held_fixed %}<dt>{{ name }}</dt><dd>{{ text }}</dd>
 {% endfor %}</dl>
-{% if table.empty %}<p class="empty">{{ empty_note }}</p>{% endif %}
-<table class="tps">
+{% if table.empty %}<p class="empty">{{ table.notes[0] }}</p>{% endif %}
+<div class="scroll"><table class="tps">
 <thead><tr>{% for c in table.columns %}<th class="{{ c.kind }}" scope="col"{% if c.help %} title="{{ c.help }}"{% endif %}>{{ c.label }}</th>{% endfor %}</tr></thead>
 <tbody>
 {% for row in table.rows %}<tr>{% for c in table.columns %}{% set cell = row.get(c.key) %}{{ render_cell(c, cell) }}{% endfor %}</tr>
 {% endfor %}</tbody>
-</table>
+</table></div>
 {% if chart %}<figure class="chart">{{ chart }}<figcaption>{{ chart_caption }}</figcaption></figure>{% endif %}
 <h2>Notes</h2>
-<ul class="notes">{% for note in table.notes %}<li>{{ note }}</li>{% endfor %}</ul>
+<ul class="notes">{% for note in (table.notes[1:] if table.empty else table.notes) %}<li>{{ note }}</li>{% endfor %}</ul>
 {% if table.footnotes %}<h2>Sources</h2>
 <ol class="footnotes">
 {% for f in table.footnotes %}<li id="{{ d.name }}-fn-{{ f.number }}" value="{{ f.number }}">
@@ -255,7 +260,7 @@ _TABLE = """<section class="table" id="{{ d.name }}" data-kind="{{ d.kind }}">
 </section>
 """
 
-_CELL = """{% if cell is none or (cell.text == "" and not cell.footnote) %}<td class="{{ c.kind }} empty"{% if cell and cell.hint %} title="{{ cell.hint }}"{% endif %}></td>{% else %}<td class="{{ c.kind }}{% if c.kind != 'text' %} num{% endif %}"{% if cell.hint %} title="{{ cell.hint }}"{% endif %}>{% if cell.href and is_web_url(cell.href) %}<a href="{{ cell.href }}">{{ cell.text }}</a>{% else %}{{ cell.text }}{% endif %}{% if cell.footnote %}<sup class="fn"><a href="#{{ name }}-fn-{{ cell.footnote }}">{{ cell.footnote }}</a></sup>{% endif %}</td>{% endif %}"""
+_CELL = """{% if cell is none or (cell.text == "" and not cell.footnote) %}<td class="{{ c.kind }} empty"{% if cell and cell.hint %} title="{{ cell.hint }}"{% endif %}></td>{% else %}<td class="{{ c.kind }}{% if c.kind != 'text' %} num{% endif %}"{% if cell.hint %} title="{{ cell.hint }}"{% endif %}>{% if cell.href and is_web_url(cell.href) %}<a href="{{ cell.href }}">{{ cell.text }}</a>{% else %}{{ cell.text }}{% endif %}{% if cell.footnote %}<sup class="fn">{% for n in [cell.footnote] + cell.also|list %}{% if not loop.first %},{% endif %}<a href="#{{ name }}-fn-{{ n }}">{{ n }}</a>{% endfor %}</sup>{% endif %}</td>{% endif %}"""
 
 _env = Environment(autoescape=True, trim_blocks=False, lstrip_blocks=False, keep_trailing_newline=True)
 _env.globals["is_web_url"] = is_web_url
@@ -274,7 +279,7 @@ def render_table_html(table: Table, chart_svg: str | None = None, chart_caption:
                       downloads: list[tuple[str, str]] | None = None) -> str:
     """The table as an HTML <section>. `chart_svg` is trusted markup (made by charts.py); everything else is escaped."""
     return _table_template.render(
-        d=table.definition, table=table, empty_note=NO_MEASUREMENT, render_cell=_render_cell(table.definition.name),
+        d=table.definition, table=table, render_cell=_render_cell(table.definition.name),
         chart=Markup(chart_svg) if chart_svg else None, chart_caption=chart_caption, downloads=downloads,
     )
 

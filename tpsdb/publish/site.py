@@ -15,7 +15,7 @@ from .charts import chart_svg
 from .definitions import Definition
 from .pages import DATA_PAGES, render_data_page
 from .render import render_csv, render_json, render_markdown, render_page, render_table_html
-from .tables import Table, build_table
+from .tables import NO_MEASUREMENT, Table, build_table
 
 _INDEX = """<section class="index">
 <h1>{{ title }}</h1>
@@ -31,7 +31,7 @@ measured cell.</p>
 <td><a href="{{ t.definition.name }}.html">{{ t.definition.title }}</a></td>
 <td>{{ t.definition.kind }}</td>
 <td>{{ t.definition.description }}</td>
-<td class="num">{% if t.empty %}none yet{% else %}{{ t.measured_cells }}{% endif %}</td>
+<td class="num">{% if t.empty %}none yet<div class="why">{{ t.notes[0][skip:] }}</div>{% else %}{{ t.measured_cells }}{% endif %}</td>
 <td><a href="{{ t.definition.name }}.csv">CSV</a> · <a href="{{ t.definition.name }}.json">JSON</a> · <a href="{{ t.definition.name }}.md">Markdown</a></td>
 </tr>
 {% endfor %}</tbody>
@@ -138,7 +138,7 @@ def publish_site(engine, definitions: list[Definition], out: Path, title: str = 
     written = [out / f"{page.name}.html" for page in DATA_PAGES]
     for table in tables:
         written += write_table_files(table, out)
-    index = render_page(title, [_index_template.render(title=title, tables=tables, measured=measured,
+    index = render_page(title, [_index_template.render(title=title, tables=tables, skip=len(NO_MEASUREMENT) + 1, measured=measured,
                                                           figures=counts["figures"], rejections=counts["rejections"])],
                         footer=FOOTER)
     _write(out / "index.html", index)

@@ -10,6 +10,7 @@ never put in a measured column, and a measured column with no qualifying figure 
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
@@ -60,6 +61,7 @@ class Cell:
     footnote: int | None = None
     href: str | None = None
     hint: str | None = None
+    also: tuple[int, ...] = ()  # footnotes of the same figure published by other sources
 
 
 @dataclass
@@ -187,6 +189,28 @@ def _date(value: Any) -> str | None:
     return value.isoformat() if hasattr(value, "isoformat") else str(value)[:10]
 
 
+_GITHUB = re.compile(r"^https?://github\.com/([^/]+)/([^/#?]+)(?:/(blob|tree)/[^/]+/(.+)|/(discussions|issues|pull)/(\d+))?")
+
+
+def source_label(title: str | None, url: str | None) -> str:
+    """A source named in a few words (its title, or its address shortened: "llama.cpp benches/dgx-spark.md",
+    "llama.cpp discussion 16578"); the full address stays in the link."""
+    if title:
+        return title
+    if not url:
+        return ""
+    m = _GITHUB.match(url)
+    if m:
+        repo = m.group(2)
+        if m.group(4):
+            return f"{repo} {m.group(4)}"
+        if m.group(6):
+            return f"{repo} {m.group(5).rstrip('s').replace('pull', 'pull request')} {m.group(6)}"
+        return f"{m.group(1)}/{repo}"
+    short = re.sub(r"^https?://(www\.)?", "", url).rstrip("/")
+    return short if len(short) <= 48 else short[:47] + "…"
+
+
 def fmt_options(options_json: str | None) -> str:
     try:
         options = json.loads(options_json or "{}")
@@ -299,23 +323,38 @@ def _picked(conn: Connection, d: Definition, partition: Sequence[str], extra: Ma
     return list(conn.execute(statement, params).mappings())
 
 
-def _ranked(conn: Connection, d: Definition) -> tuple[list[Mapping], int]:
-    """Every qualifying figure, highest first (up to the definition's limit), and how many there are in all."""
+# A figure is the same figure, whichever source it was read from, when its conditions and its value are the same
+# (llama.cpp's benches/dgx-spark.md and discussion 16578 publish the same runs).
+_SAME_FIGURE = ("hardware, model, quantization, file_size_gb, software, software_version, software_options, phase, "
+                "prompt_tokens, generated_tokens, context_depth, users, figure, tokens_per_second")
+
+
+def _ranked(conn: Connection, d: Definition) -> tuple[list[list[Mapping]], int]:
+    """Every distinct qualifying figure, highest first (up to the definition's limit), each as the list of its
+    copies (one per source that published it, first stored first), and how many distinct figures there are."""
     where, params, expanding = _conditions(d.fixed)
     limit = f"LIMIT {int(d.limit)}" if d.limit else ""
     sql = f"""
-        WITH top AS (
-            SELECT measurement_id, tokens_per_second, COUNT(*) OVER () AS n_total
+        WITH copies AS (
+            SELECT measurement_id, tokens_per_second,
+                   MIN(measurement_id) OVER (PARTITION BY {_SAME_FIGURE}) AS first_id
             FROM measurement_full WHERE {where}
-            ORDER BY tokens_per_second DESC, measurement_id ASC {limit}
+        ), top AS (
+            SELECT first_id, tokens_per_second, COUNT(*) OVER () AS n_total
+            FROM copies WHERE measurement_id = first_id
+            ORDER BY tokens_per_second DESC, first_id ASC {limit}
         )
-        SELECT {', '.join('v.' + c for c in _VIEW_COLUMNS)}, t.n_total
-        FROM top t JOIN measurement_full v ON v.measurement_id = t.measurement_id
-        ORDER BY t.tokens_per_second DESC, t.measurement_id ASC
+        SELECT {', '.join('v.' + c for c in _VIEW_COLUMNS)}, t.n_total, t.first_id
+        FROM top t JOIN copies c ON c.first_id = t.first_id JOIN measurement_full v ON v.measurement_id = c.measurement_id
+        ORDER BY t.tokens_per_second DESC, t.first_id ASC, v.measurement_id ASC
     """
     statement = text(sql).bindparams(*expanding) if expanding else text(sql)
-    rows = list(conn.execute(statement, params).mappings())
-    return rows, (rows[0]["n_total"] if rows else 0)
+    figures: dict[int, list[Mapping]] = {}
+    total = 0
+    for r in conn.execute(statement, params).mappings():
+        figures.setdefault(r["first_id"], []).append(r)
+        total = r["n_total"]
+    return list(figures.values()), total
 
 
 def _hardware_facts(conn: Connection, names: Iterable[str]) -> dict[str, Mapping]:
@@ -433,11 +472,74 @@ def _common_notes(d: Definition, calc: bool = True) -> list[str]:
     return notes
 
 
-def _finish(d: Definition, columns, rows, fixed, notes, footnotes: _Footnotes, chart=None, total=None) -> Table:
+def _decimals(value: float) -> int:
+    """How many decimals a figure has as stored (up to 2): 95 → 0, 151.9 → 1, 81.11 → 2."""
+    return len(fmt_number(value).partition(".")[2])
+
+
+def align_decimals(columns: Sequence[Column], rows: Sequence[dict[str, Cell]]) -> None:
+    """Every number of a measured or reference column is written with the same decimals (95.00 next to 81.11,
+    never 95), those of the most precise figure in the column; the figure itself is unchanged."""
+    for c in columns:
+        if c.kind not in ("measured", "reference"):
+            continue
+        cells = [row[c.key] for row in rows if c.key in row and isinstance(row[c.key].value, (int, float))]
+        places = max((_decimals(cell.value) for cell in cells), default=0)
+        for cell in cells:
+            plain = fmt_number(cell.value)
+            if cell.text.startswith(plain):
+                cell.text = f"{cell.value:.{places}f}" + cell.text[len(plain):]
+
+
+def empty_reason(conn: Connection, d: Definition) -> str:
+    """What keeps a table empty, named: the first of its fixed conditions (in the order a reader narrows down: machine,
+    model, format, program, lengths, users) that no validated figure meets together with the ones before it."""
+    base = ["status = 'active'", "nature = 'measured'", _FINITE]
+    applied: list[str] = []
+    params: dict[str, Any] = {}
+    expanding = []
+
+    def count(clauses: list[str]) -> int:
+        sql = "SELECT COUNT(*) FROM measurement_full WHERE " + " AND ".join(clauses)
+        statement = text(sql).bindparams(*expanding) if expanding else text(sql)
+        return conn.execute(statement, params).scalar_one()
+
+    if count(base) == 0:
+        return ("The database holds no validated measurement at all: `tpsdb refresh` (reading the enabled sources) "
+                "or `tpsdb add` would fill it.")
+    said: list[str] = []
+    for key in FIXED_COLUMNS:
+        if key not in d.fixed:
+            continue
+        value = d.fixed[key]
+        name = f"p_{key}"
+        if isinstance(value, (tuple, list)):
+            clause = f"{key} IN :{name}"
+            params[name] = list(value)
+            expanding.append(bindparam(name, expanding=True))
+        else:
+            clause = f"{key} = :{name}"
+            params[name] = value
+        before = count(base + applied)
+        if count(base + applied + [clause]) == 0:
+            within = f" with {', '.join(said)}" if said else ""
+            return (f"Missing: a figure with {key.replace('_', ' ')} {_listing(value)}. The database holds {before} "
+                    f"validated figure{'s' if before != 1 else ''}{within}, none with {key.replace('_', ' ')} "
+                    f"{_listing(value)}; a source measuring it (added with `tpsdb add` or a refreshed source) would "
+                    "fill this table.")
+        applied.append(clause)
+        said.append(f"{key.replace('_', ' ')} {_listing(value)}")
+    return ("Missing: a figure on the model file size the reference cites; the figures meeting every condition were "
+            "recorded on another file size of that model and format.")
+
+
+def _finish(conn: Connection, d: Definition, columns, rows, fixed, notes, footnotes: _Footnotes, chart=None,
+            total=None) -> Table:
+    align_decimals(columns, rows)
     table = Table(definition=d, columns=columns, rows=rows, held_fixed=fixed, notes=notes,
                   footnotes=footnotes.items, chart=chart, total_rows=total)
     if table.empty:
-        table.notes.insert(0, NO_MEASUREMENT)
+        table.notes.insert(0, f"{NO_MEASUREMENT} {empty_reason(conn, d)}")
     return table
 
 
@@ -537,7 +639,7 @@ def build_machines(conn: Connection, d: Definition) -> Table:
     chart = {"type": "bandwidth", "points": points, "read_gb": read_gb,
              "title": f"{_listing(d.fixed['model'])} {_listing(d.fixed['quantization'])}: measured vs memory bandwidth"}
     varies = {"hardware": "one machine per row"}
-    return _finish(d, columns, rows, held_fixed(conn, d, varies, model_files), table_notes, notes, chart)
+    return _finish(conn, d, columns, rows, held_fixed(conn, d, varies, model_files), table_notes, notes, chart)
 
 
 # --------------------------------------------------------------------------------------------- 3. quantization
@@ -594,7 +696,7 @@ def build_quantization(conn: Connection, d: Definition) -> Table:
                        "say which version each figure comes from.")
     chart = {"type": "speedup", "rows": chart_rows, "formats": others, "baseline": base,
              "title": f"{_listing(d.fixed['model'])}: generation speed-up over {base} (calc.)"}
-    return _finish(d, columns, rows, held_fixed(conn, d, varies), table_notes, notes, chart)
+    return _finish(conn, d, columns, rows, held_fixed(conn, d, varies), table_notes, notes, chart)
 
 
 # ------------------------------------------------------------------------------------------------ 4. versions
@@ -666,7 +768,7 @@ def build_versions(conn: Connection, d: Definition) -> Table:
     if d.columns:
         varies["quantization"] = f"one format per column: {', '.join(formats)}"
     table_notes = _common_notes(d) + [order_note]
-    return _finish(d, columns, rows, held_fixed(conn, d, varies), table_notes, notes)
+    return _finish(conn, d, columns, rows, held_fixed(conn, d, varies), table_notes, notes)
 
 
 def _build_numbers(conn: Connection):
@@ -714,7 +816,7 @@ def build_software(conn: Connection, d: Definition) -> Table:
         row["figures"] = _text(r["n_qualifying"] if r else 0)
         rows.append(row)
     varies = {"software": "one program per row (its version as picked)"}
-    return _finish(d, columns, rows, held_fixed(conn, d, varies), _common_notes(d, calc=False), notes)
+    return _finish(conn, d, columns, rows, held_fixed(conn, d, varies), _common_notes(d, calc=False), notes)
 
 
 # --------------------------------------------------------------------------------------------- 6. concurrency
@@ -740,6 +842,8 @@ def build_concurrency(conn: Connection, d: Definition) -> Table:
     for n in user_counts:
         by_f = cells.get(n, {})
         agg, per = by_f.get("aggregate"), by_f.get("per_user")
+        if n == 1:  # one user: what that user sees is the whole output, so each figure is also the other
+            per, agg = per or agg, agg or per
         row = {"users": _text(n), "per_user": _measured(notes, per), "aggregate": _measured(notes, agg)}
         share = agg["tokens_per_second"] / n if agg else None
         row["per_user_calc"] = _calc(share, fmt_calc, f"{fmt_number(agg['tokens_per_second']) if agg else ''} ÷ {n}")
@@ -756,11 +860,17 @@ def build_concurrency(conn: Connection, d: Definition) -> Table:
                        "two are the same quantity.")
     if reference is None:
         table_notes.append("No one-user figure qualifies, so no gain can be computed.")
+    missing = [str(n) for n in user_counts if n != 1 and "per_user" not in cells.get(n, {})]
+    if missing:
+        table_notes.append(f"Per user tokens/s (measured) is empty at {', '.join(missing)} users: no source measured "
+                           "what one user sees there (llama-batched-bench reports the aggregate only); a per-user "
+                           "figure, e.g. from a serving benchmark, would fill it. The calc. column divides the "
+                           "aggregate instead. At one user the two figures are the same.")
     varies = {"concurrency": "one number of concurrent users per row; per-user and aggregate figures in their own "
                              "columns"}
     chart = {"type": "concurrency", "series": series,
              "title": f"{_listing(d.fixed['model'])} on {_listing(d.fixed['hardware'])}: aggregate vs per user"}
-    return _finish(d, columns, rows, held_fixed(conn, d, varies), table_notes, notes, chart)
+    return _finish(conn, d, columns, rows, held_fixed(conn, d, varies), table_notes, notes, chart)
 
 
 # ------------------------------------------------------------------------------------------------- 7. sources
@@ -779,7 +889,8 @@ def build_sources(conn: Connection, d: Definition) -> Table:
     rows = []
     for r in picked:
         rows.append({
-            "source": _text(r["source_title"] or r["source_home_url"], href=r["source_home_url"]),
+            "source": _text(source_label(r["source_title"], r["source_home_url"]), href=r["source_home_url"],
+                            hint=r["source_home_url"]),
             "figures": _text(r["n_qualifying"]),
             "example": _measured(notes, r),
             "model": _text(r["model"]),
@@ -795,7 +906,7 @@ def build_sources(conn: Connection, d: Definition) -> Table:
         table_notes[0] += f" Why: {d.pick_reason}"
     if total > len(rows):
         table_notes.append(f"Showing the {len(rows)} sources with the most figures, of {total}.")
-    return _finish(d, columns, rows, held_fixed(conn, d, varies), table_notes, notes,
+    return _finish(conn, d, columns, rows, held_fixed(conn, d, varies), table_notes, notes,
                    total=total if total > len(rows) else None)
 
 
@@ -820,45 +931,58 @@ _DIMENSIONS = (
     ("quantization", lambda r: r["quantization"]),
     ("lengths", fmt_lengths),
     ("concurrency", fmt_concurrency),
-    ("source", lambda r: r["source_title"] or r["source_home_url"]),
+    ("source", lambda r: source_label(r["source_title"], r["source_home_url"])),
 )
 
 
 def build_spread(conn: Connection, d: Definition) -> Table:
-    """Every qualifying figure for one model on one machine, highest first, with what differs from the top one."""
+    """Every qualifying figure for one model on one machine, highest first, with what differs from the top one. A
+    figure several sources publish is one row citing each of them."""
     ranked, total = _ranked(conn, d)
     notes = _Footnotes()
     columns = [Column("rank", "Rank"), Column("tokens_per_second", "Measured tokens/s", "measured"),
                Column("vs_top", "Share of #1 (calc.)", "calc", "this figure ÷ the highest"),
+               Column("differs", "Differs from #1"),
                Column("software", "Software"), Column("quantization", "Quantization"), Column("lengths", "Lengths"),
-               Column("concurrency", "Concurrency"), Column("source", "Source"),
-               Column("differs", "Differs from #1")]
+               Column("concurrency", "Concurrency"), Column("source", "Source")]
     rows = []
-    top = ranked[0] if ranked else None
-    top_says = {name: fn(top) for name, fn in _DIMENSIONS} if top else {}
-    for rank, r in enumerate(ranked, 1):
-        says = {name: fn(r) for name, fn in _DIMENSIONS}
+    top = ranked[0][0] if ranked else None
+
+    def sources(copies):
+        return "; ".join(dict.fromkeys(source_label(r["source_title"], r["source_home_url"]) for r in copies))
+
+    top_says = {name: fn(top) for name, fn in _DIMENSIONS if name != "source"} if top else {}
+    if top:
+        top_says["source"] = sources(ranked[0])
+    for rank, copies in enumerate(ranked, 1):
+        r = copies[0]
+        says = {name: fn(r) for name, fn in _DIMENSIONS if name != "source"}
+        says["source"] = sources(copies)
         differs = [f"{name}: {text}" for name, text in says.items() if text != top_says[name]]
         if options := options_differing(r, top):
             differs.insert(1 if says["software"] != top_says["software"] else 0, f"options: {options}")
+        cell = _measured(notes, r)
+        cell.also = tuple(dict.fromkeys(n for n in (notes.measurement(c) for c in copies[1:]) if n != cell.footnote))
         rows.append({
             "rank": _text(rank),
-            "tokens_per_second": _measured(notes, r),
+            "tokens_per_second": cell,
             "vs_top": _calc(r["tokens_per_second"] / top["tokens_per_second"], fmt_percent,
                             f"{fmt_number(r['tokens_per_second'])} ÷ {fmt_number(top['tokens_per_second'])}"),
+            "differs": _text("(the highest figure)" if rank == 1 else
+                             ("; ".join(differs) or "nothing recorded: same conditions, another run")),
             "software": _text(fmt_software(r)),
             "quantization": _text(r["quantization"]),
             "lengths": _text(fmt_lengths(r)),
             "concurrency": _text(fmt_concurrency(r)),
-            "source": _text(r["source_title"] or r["source_home_url"], href=r["source_home_url"]),
-            "differs": _text("(the highest figure)" if rank == 1 else
-                             ("; ".join(differs) or "nothing recorded: same conditions, another run")),
+            "source": _text(says["source"], href=r["source_home_url"], hint=" · ".join(
+                dict.fromkeys(c["source_home_url"] for c in copies))),
         })
     table_notes = ["Every qualifying figure, highest first; no pick rule applies. \"Differs from #1\" lists the "
-                   "recorded conditions in which a figure differs from the highest one.", CALC_NOTE]
+                   "recorded conditions in which a figure differs from the highest one. A figure published by several "
+                   "sources (same conditions, same value) is one row citing each source.", CALC_NOTE]
     if total > len(rows):
         table_notes.append(f"Showing the {len(rows)} highest of {total} figures (limit = {d.limit}).")
-    return _finish(d, columns, rows, held_fixed(conn, d, {}), table_notes, notes,
+    return _finish(conn, d, columns, rows, held_fixed(conn, d, {}), table_notes, notes,
                    total=total if total > len(rows) else None)
 
 
@@ -898,7 +1022,7 @@ def build_conformance(conn: Connection, d: Definition) -> Table:
     if total > len(rows):
         notes.append(f"Showing {len(rows)} of {total} sources (limit = {d.limit}).")
     if not rows:
-        notes.insert(0, NO_MEASUREMENT)
+        notes.insert(0, f"{NO_MEASUREMENT} No source has been read yet: `tpsdb refresh` or `tpsdb add` would fill it.")
     return Table(definition=d, columns=columns, rows=rows, held_fixed=fixed, notes=notes, footnotes=[],
                  total_rows=total if total > len(rows) else None)
 
