@@ -698,7 +698,7 @@ def test_spread_lists_a_figure_seen_via_two_sources_once_with_both_citations(tmp
 
 
 def test_chart_point_labels_never_overlap_and_the_key_names_each_point():
-    from tpsdb.publish.charts import chart_key, label_offsets
+    from tpsdb.publish.charts import label_offsets
     pixels = [(400.0, 100.0 + i) for i in range(6)] + [(800.0, 200.0), (801.0, 203.0)]  # piled up at 400 and 800
     boxes = [(x + dx, y + dy) for (x, y), (dx, dy) in zip(pixels, label_offsets(pixels))]
     for i, (x1, y1) in enumerate(boxes):
