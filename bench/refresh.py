@@ -1,6 +1,7 @@
 """Benchmark: wall time and request count of a first refresh and of a no-change refresh of every kind of source,
 served by the local fixture server (no network): the three fixture discussions over HTML and over GraphQL
-(github_discussion), and a pull request made of the 16578 thread's posts over the REST API (github_issue).
+(github_discussion), a pull request made of the 16578 thread's posts over the REST API (github_issue), the DGX
+Spark benchmark file (file) and tokatlas's data file (peer_dataset), both from their copies in data/.
 
     python bench/refresh.py
 
@@ -15,7 +16,9 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
@@ -30,9 +33,24 @@ from fixture_server import FixtureServer  # noqa: E402
 from refresh_helpers import SOURCES, TOKEN, server_env  # noqa: E402
 from rest_fixture import NUMBER, OWNER, REPO, pull_request  # noqa: E402
 
-# transport -> (kind, the sources it refreshes)
-RUNS = {"html": ("github_discussion", SOURCES), "graphql": ("github_discussion", SOURCES),
-        "rest": ("github_issue", [f"llamacpp-pr-{NUMBER}"])}
+# (kind, transport, the sources it refreshes)
+RUNS = [("github_discussion", "html", SOURCES), ("github_discussion", "graphql", SOURCES),
+        ("github_issue", "rest", [f"llamacpp-pr-{NUMBER}"]), ("file", "http", ["llamacpp-bench-dgx-spark"]),
+        ("peer_dataset", "http", ["tokatlas-llamacpp"])]
+# The file sources' bytes: the local copies of the pinned files their source files fetch.
+SERVED = {"llamacpp-bench-dgx-spark": ROOT / "data" / "sources" / "llama.cpp-benches-dgx-spark.md",
+          "tokatlas-llamacpp": ROOT / "data" / "peers" / "tokatlas" / "llamacpp_discussions.json"}
+
+
+def serve_files(server: FixtureServer, sources: Path) -> None:
+    """The shipped source files, with the file sources' fetch_url pointed at the local server."""
+    shutil.copytree(ROOT / "sources", sources)
+    for key, local in SERVED.items():
+        path = f"/raw/{key}/{local.name}"
+        server.override(path, local.read_bytes())
+        toml = sources / f"{key}.toml"
+        toml.write_text(re.sub(r'(?m)^fetch_url = ".*"$', f'fetch_url = "{server.base_url}{path}"',
+                               toml.read_text(encoding="utf-8")), encoding="utf-8")
 
 
 def _children_cpu_s() -> float:
@@ -40,21 +58,22 @@ def _children_cpu_s() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def run(db: Path, server: FixtureServer, transport: str) -> tuple[float, float, list[dict]]:
+def run(db: Path, server: FixtureServer, transport: str, sources: list[str],
+        sources_dir: Path) -> tuple[float, float, list[dict]]:
     """Wall time, CPU time of the refresh process (less sensitive to a busy machine) and its summaries."""
     env = {**os.environ, "PYTHONPATH": str(ROOT), **server_env(server, graphql=transport == "graphql")}
     start, cpu = time.perf_counter(), _children_cpu_s()
-    sources = RUNS[transport][1]
-    out = subprocess.run([sys.executable, "-m", "tpsdb", "refresh", *sources, "--format", "json", "--db", str(db)],
-                         env=env, cwd=ROOT, check=True, capture_output=True, text=True).stdout
+    out = subprocess.run([sys.executable, "-m", "tpsdb", "refresh", *sources, "--format", "json", "--db", str(db),
+                          "--sources-dir", str(sources_dir)], env=env, cwd=ROOT, check=True, capture_output=True, text=True).stdout
     return time.perf_counter() - start, _children_cpu_s() - cpu, json.loads(out)
 
 
 def main() -> None:
     repeat = int(sys.argv[1]) if len(sys.argv) > 1 else 5
-    for transport, (kind, _) in RUNS.items():
+    for kind, transport, sources in RUNS:
         with tempfile.TemporaryDirectory() as tmp, FixtureServer(token=TOKEN) as server:
             server.rest_issue(OWNER, REPO, NUMBER, *pull_request())
+            serve_files(server, Path(tmp) / "sources")
             db = Path(tmp) / "bench.sqlite"
             subprocess.run([sys.executable, "-m", "tpsdb", "init", "--no-seed", "--db", str(db)], cwd=ROOT,
                            check=True, capture_output=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
@@ -62,7 +81,7 @@ def main() -> None:
                 times, cpu_times = [], []
                 for _ in range(runs):
                     server.requests.clear()
-                    seconds, cpu, summaries = run(db, server, transport)
+                    seconds, cpu, summaries = run(db, server, transport, sources, Path(tmp) / "sources")
                     times.append(seconds)
                     cpu_times.append(cpu)
                 spread = f" (median of {runs}; best {min(times):.2f} s)" if runs > 1 else ""

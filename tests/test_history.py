@@ -192,7 +192,7 @@ def test_due_refresh_and_sources_listing(served):
         "llamacpp-4167": "never run", "llamacpp-15013": "never run", "llamacpp-16578": "never run",
         # shipped with enabled = false: listed, never due
         "llamacpp-pr-4766": "never run", "llamacpp-pr-6017": "never run", "llamacpp-pr-3776": "never run",
-        "llamacpp-bench-dgx-spark": "never run"}
+        "llamacpp-bench-dgx-spark": "never run", "tokatlas-llamacpp": "never run"}
     first = run_cli("refresh", "--due", "--format", "json", db=db, env=env)
     assert len(json.loads(first.stdout)) == 3
     again = run_cli("refresh", "--due", db=db, env=env)

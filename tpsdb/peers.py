@@ -19,21 +19,20 @@ import copy
 import json
 import re
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import update
+from sqlalchemy import or_, update
 from sqlmodel import Session, col, select
 
 from .collect import llamabench as lb
 from .collect.extract import Candidate, PostContext, extract_text, model_name
 from .collect.machines import canonical_hardware
+from .kinds.peer_dataset import FORMATS as FORMATS  # what `tpsdb import` reads: the peer_dataset kind's formats
 from .models import Measurement, Post, Rejection, Status
 from .sources import SourceSpec
 from .store import Provenance, Store, source_home
-
-FORMATS = ("tokatlas",)
 
 # The relay, as `source.via` names it on every imported figure.
 TOKATLAS_VIA = {
@@ -77,20 +76,28 @@ class ImportReport:
 def read_tokatlas(path: Path) -> list[dict]:
     """The records of a tokatlas data file ({"source": …, "records": […]})."""
     try:
-        data = json.loads(path.read_bytes())
+        data = path.read_bytes()
     except OSError as error:
         raise PeerFileError(f"{path}: {error.strerror}") from None
+    return parse_tokatlas(data, str(path))
+
+
+def parse_tokatlas(data: bytes, where: str) -> list[dict]:
+    """The records of a tokatlas file's bytes (`where` names the file in errors). The file states no record
+    count: a whole file is complete by construction, as a truncated one is not JSON and is refused."""
+    try:
+        parsed = json.loads(data)
     except (UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise PeerFileError(f"{path}: not a JSON file ({error})") from None
-    records = data.get("records") if isinstance(data, dict) else None
+        raise PeerFileError(f"{where}: not a JSON file ({error})") from None
+    records = parsed.get("records") if isinstance(parsed, dict) else None
     if not isinstance(records, list):
-        raise PeerFileError(f'{path}: no "records" list (not a tokatlas data file)')
+        raise PeerFileError(f'{where}: no "records" list (not a tokatlas data file)')
     for index, record in enumerate(records):
         if not isinstance(record, dict):
-            raise PeerFileError(f"{path}: records[{index}]: not a JSON object")
+            raise PeerFileError(f"{where}: records[{index}]: not a JSON object")
         for key in ("id", "source_url", "quote"):
             if not isinstance(record.get(key), str) or not record[key]:
-                raise PeerFileError(f"{path}: records[{index}]: {key}: missing")
+                raise PeerFileError(f"{where}: records[{index}]: {key}: missing")
     return records
 
 
@@ -213,6 +220,13 @@ def tokatlas_candidates(record: dict, specs: dict[str, SourceSpec]) -> tuple[lis
     return _relayed_candidates(record, thread.protocol if thread else {}, TOKATLAS_VIA), False
 
 
+def slotted_candidates(record: dict, slot: str, specs: dict[str, SourceSpec]) -> tuple[list[Candidate], bool]:
+    """tokatlas_candidates, each slot prefixed with its record's slot in the file ("tokatlas:ID:generation"):
+    what `tpsdb import tokatlas` and the peer_dataset kind both store."""
+    candidates, protocol = tokatlas_candidates(record, specs)
+    return [replace(c, slot=f"{slot}:{c.slot}") for c in candidates], protocol
+
+
 # --------------------------------------------------------------------------------------------------- store
 def import_tokatlas(session: Session, path: Path, specs: dict[str, SourceSpec], *, today=None) -> ImportReport:
     """Store every figure of a tokatlas file (accepted or rejected with reasons). The caller commits.
@@ -223,13 +237,13 @@ def import_tokatlas(session: Session, path: Path, specs: dict[str, SourceSpec], 
     report = ImportReport(records=len(records), duplicate_ids=report_duplicates)
     store = Store(session, today=today)
     for record, slot in zip(records, record_slots):
-        candidates, protocol = tokatlas_candidates(record, specs)
+        candidates, protocol = slotted_candidates(record, slot, specs)
         report.protocol_applied += protocol
         home = source_home(record["source_url"])
         kind = "github_discussion" if re.search(r"/discussions/\d+$", home) else "web"
         source = store.source_for(home, kind=kind)
         for candidate in candidates:
-            provenance = Provenance(source=source, slot=f"{slot}:{candidate.slot}", extra_reasons=candidate.reasons)
+            provenance = Provenance(source=source, slot=candidate.slot, extra_reasons=candidate.reasons)
             report.outcomes[store.put(candidate.record, provenance).outcome] += 1
             report.figures += 1
     store.flush()
@@ -242,21 +256,26 @@ _MATCH = ("hardware_id", "model_file_id", "phase", "prompt_tokens", "generated_t
           "figure")
 
 
+def _relayed(column, direct_post_id: int):
+    """Not read from the post itself: imported (no post) or relayed by a peer_dataset source (one of its records)."""
+    return or_(column.is_(None), column != direct_post_id)
+
+
 def supersede_relayed(session: Session, permalinks: list[str] | None = None) -> int:
     """Relayed figures and rejections of posts that have been read directly give way to the direct reading.
 
     For each post (of `permalinks`, or all) with a direct reading, its active relayed measurements (those with a
-    `via`) and relayed rejections become superseded; a direct figure of the same conditions (and the first such
-    relayed one, in id order) records it in `supersedes_id`, so `measurement_history` shows the relay that came
-    before. Returns the number of relayed measurements superseded."""
+    `via`, imported or stored by a peer_dataset refresh) and relayed rejections become superseded; a direct figure
+    of the same conditions (and the first such relayed one, in id order) records it in `supersedes_id`, so
+    `measurement_history` shows the relay that came before. Returns the number of relayed measurements superseded."""
     posts = select(Post.permalink, Post.id).where(Post.status == Status.active)
     if permalinks is not None:
         posts = posts.where(col(Post.permalink).in_(permalinks))
     superseded = 0
     for permalink, post_id in session.exec(posts).all():
         relayed = session.exec(select(Measurement).where(
-            Measurement.source_url == permalink, Measurement.post_id.is_(None), Measurement.via_title.is_not(None),
-            Measurement.status == Status.active).order_by(Measurement.id)).all()
+            Measurement.source_url == permalink, _relayed(Measurement.post_id, post_id),
+            Measurement.via_title.is_not(None), Measurement.status == Status.active).order_by(Measurement.id)).all()
         direct = list(session.exec(select(Measurement).where(
             Measurement.post_id == post_id, Measurement.status == Status.active,
             Measurement.supersedes_id.is_(None)).order_by(Measurement.id)).all())
@@ -270,7 +289,8 @@ def supersede_relayed(session: Session, permalinks: list[str] | None = None) -> 
             session.add(old)
             superseded += 1
         session.execute(update(Rejection).where(
-            Rejection.source_url == permalink, Rejection.post_id.is_(None), Rejection.status == Status.active,
+            Rejection.source_url == permalink, _relayed(Rejection.post_id, post_id),
+            Rejection.status == Status.active,
             col(Rejection.candidate_json).like('%"via":{%')  # canonical JSON: a relayed candidate's via is an object
         ).values(status=Status.superseded), execution_options={"synchronize_session": False})
     session.flush()

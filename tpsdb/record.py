@@ -19,9 +19,9 @@ from typing import Annotated, Any, Callable
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PlainValidator, ValidationError
 from pydantic_core import PydanticCustomError
 
-from .collect.llamabench import GIB_IN_GB, MIB_IN_GB  # the units llama-bench prints, defined once
 from .config import REFERENCE_DIR
 from .models import Figure, NatureKind, Phase
+from .units import GIB_IN_GB, MIB_IN_GB
 
 
 # Format names as the tools print them. A name matching none of these ("4-bit", "8 bits", "int4?") is refused:

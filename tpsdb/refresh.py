@@ -334,6 +334,7 @@ def apply_snapshots(session: Session, source: Source, kind: SourceKind, chain: l
     existing = {p.external_id: p for p in session.exec(select(Post).where(Post.source_id == source.id))}
     seen: set[str] = set()
     read_directly: list[str] = []
+    relayed_posts: set[str] = set()
     for fetched, snap in posts:
         seen.add(fetched.external_id)
         summary.posts += 1
@@ -349,15 +350,26 @@ def apply_snapshots(session: Session, source: Source, kind: SourceKind, chain: l
         if fetched.deleted:  # a deleted comment's figures are withdrawn, not replaced
             summary.withdrawn += _retire(session, row.id, set(), set(), Status.withdrawn)
             continue
-        _apply_candidates(session, store, source, row, snap, kind.candidates(fetched, ctx), summary)
+        candidates = kind.candidates(fetched, ctx)
+        _apply_candidates(session, store, source, row, snap, candidates, summary)
         read_directly.append(fetched.permalink)
+        relayed_posts.update(url for c in candidates if (url := _source_url(c.record)))
     for external_id, row in existing.items():
         if withdraw_absent and external_id not in seen and row.status == Status.active:
             row.status = Status.withdrawn
             session.add(row)
             summary.withdrawn += _retire(session, row.id, set(), set(), Status.withdrawn)
     store.flush()
-    supersede_relayed(session, read_directly)  # a direct reading outranks what a peer dataset relayed of the post
+    # A direct reading outranks what a peer dataset relayed of the same post, whichever is stored first: the posts
+    # read here supersede the relays of them, and a peer's figures (which name the post they are of) give way to a
+    # reading of that post already stored.
+    supersede_relayed(session, read_directly + sorted(relayed_posts - set(read_directly)))
+
+
+def _source_url(record: dict) -> str | None:
+    source = record.get("source")
+    url = source.get("url") if isinstance(source, dict) else None
+    return url if isinstance(url, str) else None
 
 
 def _upsert_post(session: Session, source: Source, row: Post | None, fetched: FetchedPost, snap: Snapshot,

@@ -31,6 +31,8 @@ class SourceSpec:
     protocol: dict = field(default_factory=dict)
     settings: dict = field(default_factory=dict)  # the kind's own keys of the file
     enabled: bool = True  # False: `refresh --due` leaves it out (naming it still refreshes it)
+    # the directory of the source file: a kind may read the source files beside it (a peer's threads' protocols)
+    directory: Path | None = field(default=None, compare=False)
 
     @property
     def discussion(self) -> tuple[str, str, int]:
@@ -62,7 +64,7 @@ def load_source(path: Path) -> SourceSpec:
     spec = SourceSpec(key=data["key"], url=data["url"], kind=data["kind"], title=data.get("title"),
                       licence=data.get("licence"), refresh_interval_hours=float(interval),
                       protocol=data.get("protocol", {}), enabled=enabled,
-                      settings={k: v for k, v in data.items() if k not in COMMON_KEYS})
+                      settings={k: v for k, v in data.items() if k not in COMMON_KEYS}, directory=path.parent)
     problem = kind.check(spec)
     if problem:
         raise SourceFileError(f"{where}: {problem}")

@@ -10,8 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-GIB_IN_GB = 1.073741824  # 2**30 / 10**9
-MIB_IN_GB = 0.001048576  # 2**20 / 10**9
+from tpsdb.units import GIB_IN_GB, MIB_IN_GB  # re-exported: the units llama-bench prints
 
 # ------------------------------------------------------------------------------------------- table shapes
 LLAMA_BENCH = "llama-bench"
