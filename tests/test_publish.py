@@ -710,3 +710,32 @@ def test_chart_point_labels_never_overlap_and_the_key_names_each_point():
     svg, caption = chart_svg(chart)
     assert "Points: 1 Apple M1; 2 Apple M2" in caption and "6 Apple M6." in caption
     assert "Apple M1" not in svg  # the chart carries numbers; the key carries the names
+
+
+def _page_data(page: Path) -> dict:
+    html = page.read_text()
+    start = html.index('<script type="application/json" id="rows">') + len('<script type="application/json" id="rows">')
+    return json.loads(html[start:html.index("</script>", start)])
+
+
+def test_data_page_rows_are_coded_by_column_and_decode_to_the_figures(tmp_path):
+    """figures.html holds its rows column by column, each text column's distinct texts once; a text that SQLite let
+    into a numeric column shows as empty, the other rows keep their numbers."""
+    engine, path, _ = build_db(tmp_path, [rec(SPARK, 57.12), rec(ULTRA, 94.27, comment=2), rec(SPARK, 60.5, comment=3)])
+    with engine.begin() as conn:
+        conn.execute(text("UPDATE measurement SET context_depth = 'deep' WHERE id = 3"))
+    publish_site(engine, load_definitions(), tmp_path / "site")
+    data = _page_data(tmp_path / "site" / "figures.html")
+    keys = [c["key"] for c in data["columns"]]
+    assert data["count"] == 3 and all(len(column) == 3 for column in data["values"])
+
+    def cell(row: int, key: str):
+        i = keys.index(key)
+        v = data["values"][i][row]
+        return v if data["strings"][i] is None or v is None else data["strings"][i][v]
+
+    assert [cell(r, "tps") for r in range(3)] == [57.12, 94.27, 60.5]
+    assert [cell(r, "hardware") for r in range(3)] == [SPARK, ULTRA, SPARK]
+    assert data["strings"][keys.index("hardware")] == [SPARK, ULTRA]  # each text once
+    assert [cell(r, "depth") for r in range(3)] == [0, 0, None]
+    assert data["values"][-1][0] == 0 and data["strings"][-1][0] == URL_4167.format(1)  # the permalinks, last
