@@ -19,6 +19,7 @@ from sqlalchemy import Connection, bindparam, text
 
 from ..record import ceiling_tokens_per_second, read_share
 from .definitions import FIXED_COLUMNS, TIES_TEXT, Definition
+from .quotes import is_table_row, quote_headers
 
 NO_MEASUREMENT = "No validated measurement matches this table's conditions yet: its measured cells are empty."
 CALC_NOTE = "Columns marked calc. are computed by tpsdb from the figures and inputs shown; they are not measurements."
@@ -77,6 +78,7 @@ class Footnote:
     author: str | None = None
     via: str | None = None
     measurement_id: int | None = None
+    quote_header: str | None = None  # the header line of the table the quoted row is from (see quotes.py)
 
 
 @dataclass
@@ -1046,6 +1048,10 @@ def build_table(conn: Connection, d: Definition, any_non_finite: bool = True) ->
     table = BUILDERS[d.kind](conn, d)
     if any_non_finite and (note := _non_finite_note(conn, d)):
         table.notes.append(note)
+    rows = {f.measurement_id: f.quote for f in table.footnotes if f.measurement_id and is_table_row(f.quote)}
+    headers = quote_headers(conn, rows)  # type: ignore[arg-type]
+    for f in table.footnotes:
+        f.quote_header = headers.get(f.measurement_id)  # type: ignore[arg-type]
     return table
 
 
