@@ -22,7 +22,7 @@ _AMBIGUOUS = ""  # a row seen under two different headers
 
 def is_table_row(quote: str | None) -> bool:
     """One line that is a Markdown table row."""
-    return bool(quote) and "\n" not in quote and quote.startswith("|") and quote.endswith("|")  # type: ignore[union-attr]
+    return bool(quote) and "\n" not in quote and quote.startswith("|") and quote.endswith("|")
 
 
 def quote_headers(conn: Connection, quotes: dict[int, str]) -> dict[int, str]:

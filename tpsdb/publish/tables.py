@@ -1049,9 +1049,9 @@ def build_table(conn: Connection, d: Definition, any_non_finite: bool = True) ->
     if any_non_finite and (note := _non_finite_note(conn, d)):
         table.notes.append(note)
     rows = {f.measurement_id: f.quote for f in table.footnotes if f.measurement_id and is_table_row(f.quote)}
-    headers = quote_headers(conn, rows)  # type: ignore[arg-type]
+    headers = quote_headers(conn, rows)
     for f in table.footnotes:
-        f.quote_header = headers.get(f.measurement_id)  # type: ignore[arg-type]
+        f.quote_header = headers.get(f.measurement_id)
     return table
 
 
