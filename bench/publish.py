@@ -2,14 +2,15 @@
 
     python bench/publish.py [N ...]        (default: 10000 1000000)
 
-For each N, a SQLite database of N measurements is built directly (bulk `insert(Measurement)` executemany with a
+For each N, a SQLite database of N measurements and N/10 rejections is built directly (bulk executemany with a
 handful of hardware, model file, software and source rows; the validator is skipped, this measures publishing, not
 ingest). The data matches the conditions of the project's eight table definitions, so every table has rows to pick
 from. Then it times, in one process:
   - build: every table built from the database (SQL on measurement_full, pick rules in SQL);
-  - publish: the whole static site (`publish_site`: HTML pages with inline SVG charts, CSV, JSON, Markdown).
+  - publish: the whole static site (`publish_site`: HTML pages with inline SVG charts, CSV, JSON, Markdown, and
+    the figures and rejections pages holding every row); the size of those two pages is printed.
 
-Targets (issue 5, 2-core machine): publish < 2 s at N = 10,000 and < 20 s at N = 1,000,000.
+Targets (issues 5 and 12, 2-core machine): publish < 2 s at N = 10,000 and < 20 s at N = 1,000,000.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from sqlalchemy import insert  # noqa: E402
 from sqlmodel import Session  # noqa: E402
 
 from tpsdb import db  # noqa: E402
-from tpsdb.models import Hardware, Measurement, Model, ModelFile, Software, Source  # noqa: E402
+from tpsdb.models import Hardware, Measurement, Model, ModelFile, Rejection, Software, Source  # noqa: E402
 from tpsdb.publish.definitions import load_definitions  # noqa: E402
 from tpsdb.publish.site import publish_site  # noqa: E402
 from tpsdb.publish.tables import build_table  # noqa: E402
@@ -75,6 +76,7 @@ def build_database(path: Path, n: int, seed: int = 5) -> None:
                 batch = []
         if batch:
             conn.execute(insert(Measurement), batch)
+        conn.execute(insert(Rejection), [_rejection(i, rng, ids[3]) for i in range(n // 10)])
     size = sum(p.stat().st_size for p in path.parent.glob(path.name + "*"))  # the file and its WAL
     print(f"  built {n:,} measurements in {time.perf_counter() - start:.1f} s ({size / 1e6:.0f} MB)", flush=True)
     engine.dispose()
@@ -107,6 +109,19 @@ def _row(i: int, rng: random.Random, hardware_ids, file_ids, software_ids, sourc
     )
 
 
+REASONS = ['["missing: software version"]', '["missing: quantization", "missing: lengths"]',
+           '["hardware not in the reference"]', '["missing: concurrency"]']
+
+
+def _rejection(i: int, rng: random.Random, source_ids) -> dict:
+    source = rng.randrange(len(source_ids))
+    value = round(rng.uniform(5, 300), 2)
+    return dict(candidate_key=f"bench-r{i}", slot=None, candidate_json="{}", reasons=rng.choice(REASONS),
+                source_url=f"https://example.org/source/{source}#rejected-{i}", quote=f"| bench | {value} |",
+                tokens_per_second=value, source_id=source_ids[source], post_id=None, snapshot_id=None,
+                status="active")
+
+
 def bench(n: int) -> tuple[float, float]:
     definitions = load_definitions()
     with tempfile.TemporaryDirectory() as tmp:
@@ -129,6 +144,8 @@ def bench(n: int) -> tuple[float, float]:
         publish = time.perf_counter() - start
         print(f"  build all {len(definitions)} tables: {build:6.2f} s")
         print(f"  publish site ({len(written)} files, charts included): {publish:6.2f} s", flush=True)
+        for page in ("figures", "rejections"):
+            print(f"    {page}.html: {(Path(tmp) / 'site' / f'{page}.html').stat().st_size / 1e6:.1f} MB")
         engine.dispose()
     return build, publish
 

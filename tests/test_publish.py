@@ -710,3 +710,64 @@ def test_chart_point_labels_never_overlap_and_the_key_names_each_point():
     svg, caption = chart_svg(chart)
     assert "Points: 1 Apple M1; 2 Apple M2" in caption and "6 Apple M6." in caption
     assert "Apple M1" not in svg  # the chart carries numbers; the key carries the names
+
+
+def _page_data(page: Path) -> dict:
+    html = page.read_text()
+    start = html.index('<script type="application/json" id="rows">') + len('<script type="application/json" id="rows">')
+    return json.loads(html[start:html.index("</script>", start)])
+
+
+def test_data_page_rows_are_coded_by_column_and_decode_to_the_figures(tmp_path):
+    """figures.html holds its rows column by column, each text column's distinct texts once; a text that SQLite let
+    into a numeric column shows as empty, the other rows keep their numbers."""
+    engine, path, _ = build_db(tmp_path, [rec(SPARK, 57.12), rec(ULTRA, 94.27, comment=2), rec(SPARK, 60.5, comment=3)])
+    with engine.begin() as conn:
+        conn.execute(text("UPDATE measurement SET context_depth = 'deep' WHERE id = 3"))
+    publish_site(engine, load_definitions(), tmp_path / "site")
+    data = _page_data(tmp_path / "site" / "figures.html")
+    keys = [c["key"] for c in data["columns"]]
+    assert data["count"] == 3 and all(len(column) == 3 for column in data["values"])
+
+    def cell(row: int, key: str):
+        i = keys.index(key)
+        v = data["values"][i][row]
+        return v if data["strings"][i] is None or v is None else data["strings"][i][v]
+
+    assert [cell(r, "tps") for r in range(3)] == [57.12, 94.27, 60.5]
+    assert [cell(r, "hardware") for r in range(3)] == [SPARK, ULTRA, SPARK]
+    assert data["strings"][keys.index("hardware")] == [SPARK, ULTRA]  # each text once
+    assert [cell(r, "depth") for r in range(3)] == [0, 0, None]
+    assert data["values"][-1][0] == 0 and data["strings"][-1][0] == URL_4167.format(1)  # the permalinks, last
+
+
+def test_a_quoted_table_row_shows_its_tables_header_line_from_the_snapshot(tmp_path, empty_db):
+    """The DGX Spark file ingested: each footnote quoting a llama-batched-bench or llama-bench row shows the header
+    line of that row's table, read from the archived file; a quoted row with no snapshot (or none holding it) says
+    it is a row of the source's table, never a guessed header."""
+    dgx = ("https://github.com/ggml-org/llama.cpp/blob/4c7e9893c4ca8eec35d032726d14b74fae76cff8/benches/"
+           "dgx-spark.md")
+    run_cli("ingest", str(ROOT / "data" / "sources" / "llama.cpp-benches-dgx-spark.md"), "--source-url", dgx,
+            "--hardware", SPARK, "--retrieved-at", "2026-11-30", db=empty_db)
+    with db.make_engine(str(empty_db)).connect() as conn:
+        tables = {d.name: build_table(conn, d) for d in load_definitions()}
+    batched = "| PP | TG | B | N_KV | T_PP s | S_PP t/s | T_TG s | S_TG t/s | T s | S t/s |"
+    bench = "| model | size | params | backend | ngl | n_ubatch | fa | mmap | test | t/s |"
+    footnotes = [f for t in tables.values() for f in t.footnotes if f.kind == "measurement"]
+    assert footnotes and all(f.quote_header for f in footnotes)
+    concurrency = tables["concurrency"]
+    first = concurrency.footnotes[0]
+    assert " ".join(first.quote_header.split()) == batched and "81.11" in first.quote
+    md = render_markdown(concurrency)
+    assert f"table header: `{batched}` · quote: `| 512 | 32 | 1 | 544 |" in md
+    assert "a row of the source's table" not in md
+    html = render_html(concurrency)
+    assert html.index('table header: <code class="quote header">|    PP |') < html.index("81.11 |    0.785")
+    assert any(" ".join(f.quote_header.split()) == bench for f in footnotes)  # llama-bench's own header
+
+    engine, _, _ = build_db(tmp_path, [rec(SPARK, 57.12)])  # a row quoted from no archived snapshot
+    with engine.connect() as conn:
+        table = build_table(conn, load_definitions()[0])
+    assert table.footnotes[0].quote_header is None
+    assert f"quote: `| {SPARK} | Q4_0 | tg128 | 57.12 |` (a row of the source's table)" in render_markdown(table)
+    assert "(a row of the source&#39;s table)" in render_html(table)

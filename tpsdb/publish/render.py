@@ -18,7 +18,11 @@ from jinja2 import Environment
 from markupsafe import Markup
 
 from ..output import spreadsheet_safe
+from .quotes import is_table_row
 from .tables import Cell, Footnote, Table
+
+# After a quoted table row whose header line the source's snapshot does not give: never a guessed header.
+ROW_NOTE = "(a row of the source's table)"
 
 FORMATS = ("md", "html", "csv", "json")  # each is also its files' extension
 
@@ -145,8 +149,11 @@ def footnote_md(table: Table, f: Footnote) -> str:
         parts.append(f"relayed by {md_text(f.via)}")
     if f.procedure:
         parts.append(f"procedure: {md_code(f.procedure)}")
+    if f.quote_header:  # the line above the quoted row in the source, so its columns can be read
+        parts.append(f"table header: {md_code(f.quote_header)}")
     if f.quote:
-        parts.append(f"quote: {md_code(f.quote)}")
+        parts.append(f"quote: {md_code(f.quote)}" + (f" {ROW_NOTE}" if is_table_row(f.quote) and not f.quote_header
+                                                    else ""))
     return f"[^{key}]: " + " · ".join(parts)
 
 
@@ -253,7 +260,8 @@ _TABLE = """<section class="table" id="{{ d.name }}" data-kind="{{ d.kind }}">
 {% if f.retrieved_at %} · retrieved {{ f.retrieved_at }}{% endif %}{% if f.published_at %} · published {{ f.published_at }}{% endif %}
 {% if f.author %} · by {{ f.author }}{% endif %}{% if f.via %} · relayed by {{ f.via }}{% endif %}
 {% if f.procedure %}<br>procedure: <code>{{ f.procedure }}</code>{% endif %}
-{% if f.quote %}<br>quote: <code class="quote">{{ f.quote }}</code>{% endif %}{% endif %}
+{% if f.quote_header %}<br>table header: <code class="quote header">{{ f.quote_header }}</code>{% endif %}
+{% if f.quote %}<br>quote: <code class="quote">{{ f.quote }}</code>{% if is_table_row(f.quote) and not f.quote_header %} {{ row_note }}{% endif %}{% endif %}{% endif %}
 </li>
 {% endfor %}</ol>{% endif %}
 {% if downloads %}<p class="downloads">This table as {% for label, href in downloads %}<a href="{{ href }}">{{ label }}</a>{% if not loop.last %}, {% endif %}{% endfor %}.</p>{% endif %}
@@ -264,6 +272,8 @@ _CELL = """{% if cell is none or (cell.text == "" and not cell.footnote) %}<td c
 
 _env = Environment(autoescape=True, trim_blocks=False, lstrip_blocks=False, keep_trailing_newline=True)
 _env.globals["is_web_url"] = is_web_url
+_env.globals["is_table_row"] = is_table_row
+_env.globals["row_note"] = ROW_NOTE
 _page_template = _env.from_string(_PAGE)
 _table_template = _env.from_string(_TABLE)
 _cell_template = _env.from_string(_CELL)

@@ -19,6 +19,7 @@ from sqlalchemy import Connection, bindparam, text
 
 from ..record import ceiling_tokens_per_second, read_share
 from .definitions import FIXED_COLUMNS, TIES_TEXT, Definition
+from .quotes import is_table_row, quote_headers
 
 NO_MEASUREMENT = "No validated measurement matches this table's conditions yet: its measured cells are empty."
 CALC_NOTE = "Columns marked calc. are computed by tpsdb from the figures and inputs shown; they are not measurements."
@@ -77,6 +78,7 @@ class Footnote:
     author: str | None = None
     via: str | None = None
     measurement_id: int | None = None
+    quote_header: str | None = None  # the header line of the table the quoted row is from (see quotes.py)
 
 
 @dataclass
@@ -1040,14 +1042,26 @@ BUILDERS = {
 }
 
 
-def build_table(conn: Connection, d: Definition) -> Table:
+def build_table(conn: Connection, d: Definition, any_non_finite: bool = True) -> Table:
+    """The table of `d`. `any_non_finite=False` (from `has_non_finite`, asked once for many tables) skips the count
+    of the table's non-finite figures, a query over the joined view per table."""
     table = BUILDERS[d.kind](conn, d)
-    if note := _non_finite_note(conn, d):
+    if any_non_finite and (note := _non_finite_note(conn, d)):
         table.notes.append(note)
+    rows = {f.measurement_id: f.quote for f in table.footnotes if f.measurement_id and is_table_row(f.quote)}
+    headers = quote_headers(conn, rows)
+    for f in table.footnotes:
+        f.quote_header = headers.get(f.measurement_id)
     return table
+
+
+def has_non_finite(conn: Connection) -> bool:
+    """Whether any figure holds a non-finite tokens/s: one scan of the measurement table, no join."""
+    return bool(conn.execute(text(f"SELECT EXISTS (SELECT 1 FROM measurement WHERE NOT ({_FINITE}))")).scalar_one())
 
 
 def build_tables(engine, definitions: Iterable[Definition]) -> list[Table]:
     """Every table of the definitions, read in one read-only transaction (one consistent view of the data)."""
     with engine.connect() as conn:
-        return [build_table(conn, d) for d in definitions]
+        any_non_finite = has_non_finite(conn)
+        return [build_table(conn, d, any_non_finite) for d in definitions]
