@@ -65,7 +65,7 @@ def test_tokatlas_slice_exact_counts_and_reasons(empty_db, tmp_path):
     result = import_file(empty_db, tokatlas_slice(tmp_path))
     assert result.exit_code == 1, result.output
     assert "8 records, 13 figures (3 records read with their thread's protocol)" in result.output
-    assert "1 ids occur twice, both records kept (slot ~2): lc-disc-4167-c18631101-code-off" in result.output
+    assert "1 ids occur more than once, every record kept (slots ~2, ~3…): lc-disc-4167-c18631101-code-off" in result.output
     assert "6 measurements added, 0 already stored; 7 rejections added, 0 already stored" in result.output
 
     accepted = rows(empty_db, "SELECT hardware, quantization, phase, tokens_per_second, software_version, "
@@ -123,6 +123,15 @@ def test_tokatlas_bad_file_is_one_error_line_and_stores_nothing(empty_db, tmp_pa
     assert f"error: {bad}: records[0]: quote: missing; nothing was stored" in result.output
     assert rows(empty_db, "SELECT COUNT(*) AS n FROM rejection")[0]["n"] == 0
     assert import_file(empty_db, bad, fmt="nope").exit_code == 2
+
+
+def test_tokatlas_file_nested_too_deeply_is_one_error_line(empty_db, tmp_path):
+    """Review 2026-12-01: it ended as an internal error (RecursionError, exit 4)."""
+    deep = tmp_path / "deep.json"
+    deep.write_text('{"records": [' + "[" * 100_000 + "]" * 100_000 + "]}", encoding="utf-8")
+    result = import_file(empty_db, deep)
+    assert result.exit_code == 2
+    assert f"error: {deep}: nested too deeply" in result.output
 
 
 # ------------------------------------------------------------------------------------- supersession

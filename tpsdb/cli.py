@@ -545,8 +545,9 @@ def import_cmd(
                f"({report.protocol_applied} records read with their thread's protocol); "
                f"{report.superseded} relayed figures superseded by direct readings")
     if report.duplicate_ids:
-        typer.echo(f"{len(report.duplicate_ids)} ids occur twice, both records kept (slot ~2): "
-                   + ", ".join(report.duplicate_ids))
+        shown = ", ".join(report.duplicate_ids[:10]) + (", …" if len(report.duplicate_ids) > 10 else "")
+        typer.echo(f"{len(report.duplicate_ids)} ids occur more than once, every record kept (slots ~2, ~3…): "
+                   + shown)
     typer.echo(_stored_line(report.outcomes))
     raise typer.Exit(_stored_code(report.outcomes))
 

@@ -89,6 +89,8 @@ def parse_tokatlas(data: bytes, where: str) -> list[dict]:
         parsed = json.loads(data)
     except (UnicodeDecodeError, json.JSONDecodeError) as error:
         raise PeerFileError(f"{where}: not a JSON file ({error})") from None
+    except RecursionError:  # a document nested deeper than Python's JSON reader follows
+        raise PeerFileError(f"{where}: nested too deeply (not a tokatlas data file)") from None
     records = parsed.get("records") if isinstance(parsed, dict) else None
     if not isinstance(records, list):
         raise PeerFileError(f'{where}: no "records" list (not a tokatlas data file)')

@@ -43,8 +43,14 @@ def metadata_for(name: str) -> dict[str, Any]:
 
 
 def make_app(path: Path):
-    """The Datasette ASGI app on the SQLite file `path`, read-only."""
+    """The Datasette ASGI app on the SQLite file `path`, read-only, with tpsdb's bounds (tpsdb.datasette.limits)."""
     from datasette.app import Datasette
+    from datasette.plugins import pm
+
+    from .datasette import limits
+
+    if not pm.is_registered(limits):
+        pm.register(limits, name="tpsdb-limits")
 
     if not path.is_file():
         raise ServeError(f"{path}: no such database file; create it with `tpsdb --db {path} init`")
