@@ -59,6 +59,7 @@ def site(tmp_path_factory) -> Path:
 
 
 def _chromium(page: Path, *args: str) -> subprocess.CompletedProcess:
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)  # a fresh clone has none; any test may run first (xdist)
     with tempfile.TemporaryDirectory() as profile:
         return subprocess.run([str(CHROMIUM), *FLAGS, f"--user-data-dir={profile}", *args, page.as_uri()],
                               capture_output=True, text=True, timeout=90)
@@ -75,7 +76,6 @@ def _load(page: Path) -> tuple[Path, str, Path]:
 
 
 def test_every_page_loads_with_its_table_and_chart(site):
-    ARTIFACTS.mkdir(exist_ok=True)
     pages = sorted(site.glob("*.html"))
     assert len(pages) == 1 + len(load_definitions()) + 2  # the index, a page per table, figures and rejections
     with ThreadPoolExecutor(max_workers=3) as pool:
@@ -113,6 +113,7 @@ def test_data_pages_fit_a_phone_and_1400_px(site):
 
 
 def _load_url(url: str, shot: Path) -> str:
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as profile:
         common = [str(CHROMIUM), *FLAGS, f"--user-data-dir={profile}"]
         dom = subprocess.run([*common, "--dump-dom", url], capture_output=True, text=True, timeout=90)
@@ -126,7 +127,6 @@ def _load_url(url: str, shot: Path) -> str:
 
 def test_datasette_pages_load_in_chromium(served):
     """`tpsdb serve` on the seed (plus a hostile quote): the index, a table with a facet, each canned query."""
-    ARTIFACTS.mkdir(exist_ok=True)
     base, name = served
     pages = {"index": "/", "measurement_full-facet": f"/{name}/measurement_full?_facet=hardware&phase=generation",
              "hostile": f"/{name}/measurement_full?tokens_per_second=57.12&hardware=NVIDIA+DGX+Spark",
