@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import re
 import sqlite3
@@ -155,6 +157,16 @@ def test_serve_bounds_the_size_of_one_value_and_shows_no_memory_address(served):
         assert status >= 400 or '"ok": false' in body, (sql, status, body[:300])
     status, data = get(f"{base}/{name}.json?_shape=array&sql=" + urllib.parse.quote("SELECT length(zeroblob(1000)) AS n"))
     assert status == 200 and json.loads(data) == [{"n": 1000}]  # ordinary values still pass
+
+
+def test_serve_streams_no_whole_table_past_the_row_cap(served):
+    """Review 2026-12-01: `/DB/rejection.csv?_stream=on&_size=max` returned all 3,687 rows."""
+    base, name = served
+    status, body = get(f"{base}/{name}/rejection.csv?_stream=on&_size=max")
+    assert status == 400, body[:300]  # streaming refused
+    status, body = get(f"{base}/{name}/rejection.csv?_size=max")
+    rows = list(csv.reader(io.StringIO(body)))
+    assert status == 200 and 1 < len(rows) <= 2001  # the header and at most max_returned_rows
 
 
 def test_serve_allows_a_plain_select(served):

@@ -21,6 +21,7 @@ METADATA = "metadata.yml"
 # Arbitrary SELECTs are allowed (Datasette runs only SELECT/WITH/EXPLAIN, on a read-only connection), bounded in time
 # and rows so that one visitor cannot hold the server.
 SETTINGS = {"sql_time_limit_ms": 3000, "max_returned_rows": 2000, "allow_download": False,
+            "allow_csv_stream": False,  # a streamed CSV would pass the row cap (review, 2026-12-01)
             "default_cache_ttl": 60, "num_sql_threads": 3}
 
 
