@@ -51,6 +51,9 @@ BAD = {  # probe row: (file body, the error's text after "error: FILE: ")
     "URL with credentials": (f'[[hardware]]\n{SPARK}memory_bandwidth_gbs = 273\n'
                              'bandwidth_source_url = "https://user:pass@evil.example/x"\n',
                              "hardware[0].bandwidth_source_url: an http(s) URL must not carry a user name or password"),
+    "URL with a space or a broken host": (f'[[hardware]]\n{SPARK}memory_bandwidth_gbs = 273\n'
+                                         'bandwidth_source_url = "http://[::1 x"\n',
+                                         'hardware[0].bandwidth_source_url: not an http(s) URL'),
     "X4 a string size": (f'[[model_file]]\n{LLAMA_Q4}file_size_gb = "big"\n',
                          'model_file[0].file_size_gb: not a number ("big")'),
     "X5 params in millions": (f"[[model_file]]\n{LLAMA_Q4}file_size_gb = 3790\nparams_b = 6738\n",

@@ -18,14 +18,13 @@ import json
 import tomllib
 from pathlib import Path
 from typing import Annotated, Any, Literal
-from urllib.parse import urlsplit
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 from sqlmodel import Session, select
 
 from . import config, db
 from .models import BandwidthKind, Hardware, Model, ModelFile
-from .record import named_quantization, validate
+from .record import is_http_url, named_quantization, validate
 from .store import Store, conflict_reason, differs, model_facts
 
 
@@ -33,23 +32,12 @@ class ReferenceError(ValueError):
     pass
 
 
-def web_url_problem(url: str) -> str | None:
-    """Why a URL cannot be cited as a source page (None when it can): http(s) only, a host, no credentials, no
-    spaces or control characters. (record.py checks source URLs inside its validator, with no function to reuse.)"""
-    parts = urlsplit(url)
-    if parts.scheme.lower() not in ("http", "https") or not parts.hostname or "." not in parts.hostname:
-        return "not an http(s) URL"
-    if parts.username is not None or parts.password is not None:
-        return "an http(s) URL must not carry a user name or password"
-    if any(c.isspace() or ord(c) < 32 or ord(c) == 127 for c in url):
-        return "an http(s) URL must not hold spaces or control characters"
-    return None
-
-
 def _web_url(url: str) -> str:
-    problem = web_url_problem(url)
-    if problem:
-        raise ValueError(problem)
+    """The record's rule for a URL (record.is_http_url), so that a page cited here could be a record's source."""
+    if not is_http_url(url):
+        host = url.partition("://")[2].split("/", 1)[0]  # not urlsplit: it raises on "http://[::1"
+        raise ValueError("an http(s) URL must not carry a user name or password" if "@" in host
+                         else "not an http(s) URL")
     return url
 
 
