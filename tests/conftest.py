@@ -125,6 +125,16 @@ def _set_env(values: dict) -> None:
             os.environ[key] = value
 
 
+def runs(record: dict, count: int) -> list[dict]:
+    """`count` copies of a record, each a figure of its own (software.options.run = 0, 1, …)."""
+    many = []
+    for i in range(count):
+        r = copy.deepcopy(record)
+        r["software"]["options"]["run"] = i
+        many.append(r)
+    return many
+
+
 def write_jsonl(path: Path, records: list) -> Path:
     path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records), encoding="utf-8")
     return path

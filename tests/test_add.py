@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from conftest import ROOT, run_cli, write_jsonl
+from conftest import ROOT, run_cli, runs, write_jsonl
 from tpsdb import bulk, cli
 from tpsdb.record import RecordFileError
 
@@ -96,21 +96,15 @@ def test_d22_a_utf8_byte_order_mark_is_accepted_in_json_and_jsonl(tmp_path, empt
 
 # ---------------------------------------------------------------- F2: a file changed under a running add
 def large_file(path: Path, record: dict) -> Path:
-    many = []
-    for i in range(bulk.PARALLEL_MIN_BYTES // len(json.dumps(record)) + 2000):
-        r = copy.deepcopy(record)
-        r["software"]["options"]["run"] = i
-        many.append(r)
-    return write_jsonl(path, many)
+    return write_jsonl(path, runs(record, bulk.PARALLEL_MIN_BYTES // len(json.dumps(record)) + 2000))
 
 
 def read_while(path: Path, change, monkeypatch) -> None:
     """Read every record of a large file with the worker processes, calling change() after the first one."""
     monkeypatch.setattr(bulk, "RANGE_BYTES", 1 << 16)  # many ranges: most are handed out after the change
-    with bulk.mapped(path) as data:
-        for index, _ in enumerate(bulk.prepared_records(str(path), data, {})):
-            if index == 0:
-                change()
+    for index, _ in enumerate(cli.read_file(path, {}, strict=True)):  # as `add` reads
+        if index == 0:
+            change()
 
 
 def test_f2_a_file_truncated_under_a_running_add_is_a_clear_error(tmp_path, record, monkeypatch):
@@ -218,12 +212,7 @@ def hold_write_lock(db: Path) -> sqlite3.Connection:
 
 
 def test_d14_two_adds_at_once_the_second_waits_and_finds_the_rows_stored(tmp_path, empty_db, record):
-    many = []
-    for i in range(3000):
-        r = copy.deepcopy(record)
-        r["software"]["options"]["run"] = i
-        many.append(r)
-    path = write_jsonl(tmp_path / "same.jsonl", many)
+    path = write_jsonl(tmp_path / "same.jsonl", runs(record, 3000))
     holder = hold_write_lock(empty_db)  # both adds start while the database is busy, so they surely overlap
     adds = [subprocess.Popen(command("add", str(path), db=empty_db), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                              text=True, env=ENV, cwd=ROOT) for _ in range(2)]

@@ -11,7 +11,7 @@ import time
 
 import psycopg
 
-from conftest import ROOT, run_cli, write_jsonl
+from conftest import ROOT, run_cli, runs, write_jsonl
 from tpsdb.store import WRITE_LOCK_KEY
 
 ENV_PATH = {"PYTHONPATH": str(ROOT)}
@@ -31,12 +31,7 @@ def test_d11_a_conflicting_params_b_is_refused_on_postgres(pg_url, tmp_path, rec
 
 def test_d14_a_second_add_waits_for_the_first_or_exits_3_on_postgres(pg_url, tmp_path, record):
     run_cli("init", "--no-seed", "--db", pg_url)
-    many = []
-    for i in range(500):
-        r = copy.deepcopy(record)
-        r["software"]["options"]["run"] = i
-        many.append(r)
-    path = write_jsonl(tmp_path / "same.jsonl", many)
+    path = write_jsonl(tmp_path / "same.jsonl", runs(record, 500))
     with psycopg.connect(pg_url.replace("postgresql+psycopg", "postgresql"), autocommit=True) as holder:
         holder.execute("SELECT pg_advisory_lock(%s)", (WRITE_LOCK_KEY,))
         busy = run_cli("add", str(path), "--timeout", "0.5", "--db", pg_url, check=False)

@@ -281,16 +281,6 @@ def _numbered(name: str, jsonl: bool, results) -> Iterator[Read]:
         first_line += line_count
 
 
-def prepared_records(name: str, data: bytes | mmap.mmap, bandwidths: dict[str, float],
-                     models: dict | None = None) -> Iterator[Prepared]:
-    """The records of a file, validated; the first line or item that is not a record refuses the whole file
-    (RecordFileError naming it), as `add` needs: it stores all of a file or nothing."""
-    for read in read_records(name, data, bandwidths, models):
-        if read.prepared is None:
-            raise RecordFileError(f"{read.where}: {read.unreadable}")
-        yield read.prepared
-
-
 def _in_order(pool: ProcessPoolExecutor, ranges: list[tuple[int, int]]) -> Iterator[tuple[list[tuple], int]]:
     """The ranges' results in order, with at most IN_FLIGHT ranges handed out: pool.map would hand out all of
     them at once, and the results of a fast worker would pile up in memory while the writer catches up."""

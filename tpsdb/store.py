@@ -140,19 +140,16 @@ def prepare(candidate: Any, *, bandwidth_of=None, model_of=None, today: date | N
 
 
 def prepare_json(text: str | bytes, *, bandwidth_of=None, model_of=None, today: date | None = None) -> Prepared:
-    """prepare() of one JSON text (a line of a JSONL file). pydantic parses a well-formed record from the text;
-    the dict is read only for what a rejection stores, and a text pydantic refuses takes the path of
-    prepare(json.loads(text)), which names every reason.
+    """prepare() of one JSON text (a line of a JSONL file). pydantic parses an accepted record from the text;
+    any other text takes the path of prepare(json.loads(text)), which names every reason.
 
     Raises json.JSONDecodeError when the text is not JSON, UnicodeDecodeError when bytes are not UTF-8.
     """
     outcome = validate_well_formed_json(text, bandwidth_of=bandwidth_of, model_of=model_of, today=today)
-    if outcome is not None and outcome.accepted:
+    if outcome is not None:  # accepted: a refused text gets None
         return _accepted(outcome.record)
     candidate = json.loads(text.decode("utf-8") if isinstance(text, bytes) else text)
-    if outcome is None:
-        return prepare(candidate, bandwidth_of=bandwidth_of, model_of=model_of, today=today)
-    return Prepared(natural_key(candidate), outcome.reasons, _rejection_columns(candidate, outcome.reasons))
+    return prepare(candidate, bandwidth_of=bandwidth_of, model_of=model_of, today=today)
 
 
 def _accepted(r: Record) -> Prepared:
