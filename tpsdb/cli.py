@@ -145,7 +145,7 @@ def reference(
         try:
             lock_for_writing(session, 60)
         except Busy as error:
-            fail(f"{_shown(engine)}: {error}", code=3)
+            fail(f"{db.name_of(engine)}: {error}", code=3)
         try:
             for path in files:
                 counts, replaced = load_reference(session, path, replace=replace)
@@ -228,7 +228,7 @@ def add(
         try:
             lock_for_writing(session, timeout)  # before anything is read: a concurrent add's rows are then seen
         except Busy as error:
-            fail(f"{_shown(engine)}: {error}", code=3)
+            fail(f"{db.name_of(engine)}: {error}", code=3)
         store = Store(session)
         bandwidths, models = stored_bandwidths_of(session), stored_models_of(session)
         # Records and rows hold no reference cycles; the cyclic GC would only rescan every object a bulk add
@@ -254,16 +254,12 @@ def add(
             if known:
                 fail(known[0], code=known[1])
             why = str(getattr(error, "orig", None) or error).splitlines()[0]  # not the thousands of parameters
-            fail(f"{_shown(engine)}: cannot store the records of {', '.join(map(str, files))}: {why}; "
+            fail(f"{db.name_of(engine)}: cannot store the records of {', '.join(map(str, files))}: {why}; "
                  "nothing was stored")
         finally:
             gc.enable()
     typer.echo(_stored_line(counts))
     raise typer.Exit(_stored_code(counts))
-
-
-def _shown(engine) -> str:
-    return db.name_of(engine)
 
 
 def _stored_line(counts: Counter) -> str:
@@ -500,7 +496,7 @@ def ingest(
             try:
                 lock_for_writing(session, timeout)
             except Busy as error:
-                fail(f"{_shown(engine)}: {error}", code=3)
+                fail(f"{db.name_of(engine)}: {error}", code=3)
             counts = ingest_files(session, files, source_url=source_url, hardware=hardware, fmt=fmt,
                                   retrieved_at=retrieved_at, published_at=published_at, model=model,
                                   on_rejected=rejected)
