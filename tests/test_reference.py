@@ -87,6 +87,16 @@ def test_d17_a_bad_entry_is_one_error_line_and_stores_nothing(tmp_path, loaded, 
     assert reference_rows(loaded) == before
 
 
+def test_a_file_that_cannot_be_read_is_one_error_line_and_stores_nothing(tmp_path, loaded):
+    good = tmp_path / "good.toml"
+    good.write_text('[[hardware]]\nname = "Some new machine"\n', encoding="utf-8")
+    before = reference_rows(loaded)
+    result = tpsdb("reference", str(good), str(tmp_path / "nope.toml"), "--db", str(loaded))
+    assert result.exit_code == 2
+    assert result.stderr.splitlines()[-1] == f"error: {tmp_path / 'nope.toml'}: No such file or directory; nothing was stored"
+    assert reference_rows(loaded) == before
+
+
 def test_d17_a_stored_value_is_never_replaced_silently(tmp_path, loaded):
     path = tmp_path / "spark.toml"
     # (the shipped reference already gives the DGX Spark its relayed 273 GB/s)

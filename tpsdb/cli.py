@@ -158,7 +158,7 @@ def reference(
             fail(f"{error}; nothing was stored")
         except OSError as error:
             session.rollback()
-            fail(f"{path}: {error.strerror}; nothing was stored")
+            fail(f"{os_error_text(error, path)}; nothing was stored")
         session.commit()
 
 
