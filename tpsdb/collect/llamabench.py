@@ -342,11 +342,15 @@ class TimingLine:
 _DECIMAL_COMMA = re.compile(r"(?<!\d)\d+,\d{1,2}")
 
 
-def _decimal(text: str) -> float:
-    # Logs follow the C locale of the machine: "1200,95" is a decimal comma, "1,200.95" a thousands separator.
+def _decimal(text: str) -> float | None:
+    """Logs follow the C locale of the machine: "1200,95" is a decimal comma, "1,200.95" a thousands separator;
+    None for a run of digits and points that is no number ("1.2.3")."""
     if _DECIMAL_COMMA.fullmatch(text):
         return float(text.replace(",", "."))
-    return float(text.replace(",", ""))
+    try:
+        return float(text.replace(",", ""))
+    except ValueError:
+        return None
 
 
 def parse_timing(line: str) -> TimingLine | None:
@@ -355,6 +359,9 @@ def parse_timing(line: str) -> TimingLine | None:
     match = _TIMING.search(line)
     if not match:
         return None
+    tokens_per_second = _decimal(match["tps"])
+    if tokens_per_second is None:
+        return None
     what = match["what"]
     phase = "prompt" if what.startswith("prompt") else "generation"
-    return TimingLine(phase, int(match["n"]), _decimal(match["tps"]), sampling=what.startswith("sampl"))
+    return TimingLine(phase, int(match["n"]), tokens_per_second, sampling=what.startswith("sampl"))
