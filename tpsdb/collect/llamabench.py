@@ -198,14 +198,7 @@ def parse_stated_version(line: str, heading: bool = False) -> str | None:
         match = _HEADING_BUILD.match(line)
         if match:
             return format_version(match["number"], None)
-    if not may_state_version(line):
-        return None
-    for pattern in _STATED_PATTERNS:
-        match = pattern.search(line)
-        if match:
-            groups = match.groupdict()
-            return format_version(groups.get("number"), groups.get("commit"))
-    return None
+    return _first_version(_STATED_PATTERNS, line) if may_state_version(line) else None
 
 
 def format_version(number: int | str | None, commit: str | None) -> str | None:
@@ -224,9 +217,12 @@ def may_state_build(text: str) -> bool:
 
 def parse_build(line: str) -> str | None:
     """The llama.cpp version a line states, or None."""
-    if not may_state_build(line):
-        return None
-    for pattern in _BUILD_PATTERNS:
+    return _first_version(_BUILD_PATTERNS, line) if may_state_build(line) else None
+
+
+def _first_version(patterns: list[re.Pattern], line: str) -> str | None:
+    """The version the first of the patterns that matches the line reads (its number and/or commit groups)."""
+    for pattern in patterns:
         match = pattern.search(line)
         if match:
             groups = match.groupdict()
