@@ -286,3 +286,9 @@ def test_tool_outputs_are_read_from_html_posts_too():
 
 def test_prose_about_speeds_is_not_a_figure():
     assert extract_text("it gets about 45 tokens/s and the throughput is great", CTX) == []
+
+
+def test_a_timing_line_whose_speed_is_no_number_is_not_a_figure():
+    line = "llama_perf_context_print:        eval time =    1.00 ms /     5 runs   (    0.20 ms per token, " \
+           "1.2.3 tokens per second)"
+    assert extract_text(line, CTX) == []  # read as a float, "1.2.3" raised ValueError out of extract_text

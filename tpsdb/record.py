@@ -694,18 +694,15 @@ def _check_lengths(r: Record, reasons: list[str]) -> None:
     n = r.lengths
     if n.generated_tokens is None:
         reasons.append(Reason.missing("lengths.generated_tokens"))
-    elif not _check_range(n.generated_tokens, "lengths.generated_tokens", reasons, MAX_TOKENS, zero_ok=True):
-        pass
-    elif r.phase in WRITES_TOKENS and n.generated_tokens == 0:
+    elif (_check_range(n.generated_tokens, "lengths.generated_tokens", reasons, MAX_TOKENS, zero_ok=True)
+          and r.phase in WRITES_TOKENS and n.generated_tokens == 0):
         reasons.append(Reason.bad("lengths.generated_tokens", f"0 for a {r.phase.value} figure"))
-    if r.phase in READS_PROMPT:
-        if n.prompt_tokens is None:
-            reasons.append(Reason.missing("lengths.prompt_tokens"))
-        elif n.prompt_tokens <= 0:
-            reasons.append(Reason.bad("lengths.prompt_tokens", f"not positive for a {r.phase.value} figure"))
-    if n.prompt_tokens is not None and n.prompt_tokens > 0:
-        _check_range(n.prompt_tokens, "lengths.prompt_tokens", reasons, MAX_TOKENS)
-    elif n.prompt_tokens is not None and r.phase not in READS_PROMPT:
+    reads_prompt = r.phase in READS_PROMPT
+    if reads_prompt and n.prompt_tokens is None:
+        reasons.append(Reason.missing("lengths.prompt_tokens"))
+    elif reads_prompt and n.prompt_tokens <= 0:
+        reasons.append(Reason.bad("lengths.prompt_tokens", f"not positive for a {r.phase.value} figure"))
+    else:  # the range: 0 only where no prompt is read
         _check_range(n.prompt_tokens, "lengths.prompt_tokens", reasons, MAX_TOKENS, zero_ok=True)
     if n.context_depth is None:
         n.context_depth = 0

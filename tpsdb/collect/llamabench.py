@@ -198,14 +198,7 @@ def parse_stated_version(line: str, heading: bool = False) -> str | None:
         match = _HEADING_BUILD.match(line)
         if match:
             return format_version(match["number"], None)
-    if not may_state_version(line):
-        return None
-    for pattern in _STATED_PATTERNS:
-        match = pattern.search(line)
-        if match:
-            groups = match.groupdict()
-            return format_version(groups.get("number"), groups.get("commit"))
-    return None
+    return _first_version(_STATED_PATTERNS, line) if may_state_version(line) else None
 
 
 def format_version(number: int | str | None, commit: str | None) -> str | None:
@@ -224,9 +217,12 @@ def may_state_build(text: str) -> bool:
 
 def parse_build(line: str) -> str | None:
     """The llama.cpp version a line states, or None."""
-    if not may_state_build(line):
-        return None
-    for pattern in _BUILD_PATTERNS:
+    return _first_version(_BUILD_PATTERNS, line) if may_state_build(line) else None
+
+
+def _first_version(patterns: list[re.Pattern], line: str) -> str | None:
+    """The version the first of the patterns that matches the line reads (its number and/or commit groups)."""
+    for pattern in patterns:
         match = pattern.search(line)
         if match:
             groups = match.groupdict()
@@ -342,11 +338,15 @@ class TimingLine:
 _DECIMAL_COMMA = re.compile(r"(?<!\d)\d+,\d{1,2}")
 
 
-def _decimal(text: str) -> float:
-    # Logs follow the C locale of the machine: "1200,95" is a decimal comma, "1,200.95" a thousands separator.
+def _decimal(text: str) -> float | None:
+    """Logs follow the C locale of the machine: "1200,95" is a decimal comma, "1,200.95" a thousands separator;
+    None for a run of digits and points that is no number ("1.2.3")."""
     if _DECIMAL_COMMA.fullmatch(text):
         return float(text.replace(",", "."))
-    return float(text.replace(",", ""))
+    try:
+        return float(text.replace(",", ""))
+    except ValueError:
+        return None
 
 
 def parse_timing(line: str) -> TimingLine | None:
@@ -355,6 +355,9 @@ def parse_timing(line: str) -> TimingLine | None:
     match = _TIMING.search(line)
     if not match:
         return None
+    tokens_per_second = _decimal(match["tps"])
+    if tokens_per_second is None:
+        return None
     what = match["what"]
     phase = "prompt" if what.startswith("prompt") else "generation"
-    return TimingLine(phase, int(match["n"]), _decimal(match["tps"]), sampling=what.startswith("sampl"))
+    return TimingLine(phase, int(match["n"]), tokens_per_second, sampling=what.startswith("sampl"))
