@@ -771,3 +771,14 @@ def test_a_quoted_table_row_shows_its_tables_header_line_from_the_snapshot(tmp_p
     assert table.footnotes[0].quote_header is None
     assert f"quote: `| {SPARK} | Q4_0 | tg128 | 57.12 |` (a row of the source's table)" in render_markdown(table)
     assert "(a row of the source&#39;s table)" in render_html(table)
+
+
+def test_quote_headers_survive_hostile_snapshots():
+    """A snapshot nested deeper than JSON can read is read as text, one nested just within it is walked without
+    recursion, and a row seen under two headers gets none."""
+    from tpsdb.publish.quotes import _parse
+    table = "| a |\n|---|\n| 1 |"
+    for depth in (1, 500, 100_000):
+        body = "[" * depth + json.dumps(table) + "]" * depth
+        assert _parse(body.encode()) == ({"| 1 |": "| a |"} if depth < 1000 else {})
+    assert _parse(json.dumps([table, "| b |\n|---|\n| 1 |"]).encode()) == {}
