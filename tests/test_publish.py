@@ -271,12 +271,16 @@ def test_software_one_row_per_program(tmp_path):
 
 
 # ----------------------------------------------------------------------------------------- 6. concurrency
+GPT_BATCHED = dict(model="gpt-oss 20B", quant="MXFP4", gen=32, depth=512, version="b6918 (2f68ce7cf)")
+CONCURRENCY_FIXED = {"hardware": SPARK, "model": "gpt-oss 20B", "quantization": "MXFP4", "phase": "generation",
+                     "generated_tokens": 32, "context_depth": 512}
+
+
 def test_concurrency_per_user_aggregate_and_gain(tmp_path):
-    gpt = dict(model="gpt-oss 20B", quant="MXFP4", gen=32, depth=512, figure="aggregate", version="b6918 (2f68ce7cf)")
+    gpt = dict(GPT_BATCHED, figure="aggregate")
     engine, _, _ = build_db(tmp_path, [rec(SPARK, 81.11, users=1, **gpt), rec(SPARK, 95.0, users=2, **gpt),
                                        rec(SPARK, 614.82, users=32, **gpt)])
-    fixed = {"hardware": SPARK, "model": "gpt-oss 20B", "quantization": "MXFP4", "phase": "generation",
-             "generated_tokens": 32, "context_depth": 512}
+    fixed = CONCURRENCY_FIXED
     table = build(engine, definition("concurrency", fixed, rows=[1, 2, 4, 32]))
     assert [r["users"].text for r in table.rows] == ["1", "2", "4", "32"]
     n32 = row_of(table, "users", "32")
@@ -646,23 +650,21 @@ def test_empty_table_note_appears_once_and_names_what_would_fill_it(tmp_path):
 
 
 def test_numbers_in_one_column_share_their_decimals(tmp_path):
-    gpt = dict(model="gpt-oss 20B", quant="MXFP4", gen=32, depth=512, figure="aggregate", version="b6918 (2f68ce7cf)")
+    gpt = dict(GPT_BATCHED, figure="aggregate")
     engine, _, _ = build_db(tmp_path, [rec(SPARK, 81.11, users=1, **gpt), rec(SPARK, 95.0, users=2, **gpt),
                                        rec(SPARK, 151.9, users=4, **gpt)])
-    fixed = {"hardware": SPARK, "model": "gpt-oss 20B", "quantization": "MXFP4", "phase": "generation",
-             "generated_tokens": 32, "context_depth": 512}
+    fixed = CONCURRENCY_FIXED
     table = build(engine, definition("concurrency", fixed, rows=[1, 2, 4]))
     assert [r["aggregate"].text for r in table.rows] == ["81.11", "95.00", "151.90"]
     assert [r["aggregate"].value for r in table.rows] == [81.11, 95.0, 151.9]  # the figures themselves unchanged
 
 
 def test_concurrency_per_user_column_is_filled_where_a_per_user_figure_exists(tmp_path):
-    gpt = dict(model="gpt-oss 20B", quant="MXFP4", gen=32, depth=512, version="b6918 (2f68ce7cf)")
+    gpt = GPT_BATCHED
     engine, _, _ = build_db(tmp_path, [rec(SPARK, 81.11, users=1, figure="aggregate", **gpt),
                                        rec(SPARK, 95.0, users=2, figure="aggregate", **gpt),
                                        rec(SPARK, 45.5, users=2, figure="per_user", comment=9, **gpt)])
-    fixed = {"hardware": SPARK, "model": "gpt-oss 20B", "quantization": "MXFP4", "phase": "generation",
-             "generated_tokens": 32, "context_depth": 512}
+    fixed = CONCURRENCY_FIXED
     table = build(engine, definition("concurrency", fixed, rows=[1, 2, 4]))
     one, two, four = table.rows
     assert one["per_user"].text == "81.11" and one["per_user"].footnote == one["aggregate"].footnote
@@ -771,3 +773,14 @@ def test_a_quoted_table_row_shows_its_tables_header_line_from_the_snapshot(tmp_p
     assert table.footnotes[0].quote_header is None
     assert f"quote: `| {SPARK} | Q4_0 | tg128 | 57.12 |` (a row of the source's table)" in render_markdown(table)
     assert "(a row of the source&#39;s table)" in render_html(table)
+
+
+def test_quote_headers_survive_hostile_snapshots():
+    """A snapshot nested deeper than JSON can read is read as text, one nested just within it is walked without
+    recursion, and a row seen under two headers gets none."""
+    from tpsdb.publish.quotes import _parse
+    table = "| a |\n|---|\n| 1 |"
+    for depth in (1, 500, 100_000):
+        body = "[" * depth + json.dumps(table) + "]" * depth
+        assert _parse(body.encode()) == ({"| 1 |": "| a |"} if depth < 1000 else {})
+    assert _parse(json.dumps([table, "| b |\n|---|\n| 1 |"]).encode()) == {}

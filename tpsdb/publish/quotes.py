@@ -61,21 +61,24 @@ def _texts(body: bytes) -> Iterator[str]:
     decoded = body.decode("utf-8", errors="replace")
     try:
         data = json.loads(decoded)
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested too deeply to read as JSON: read as text
         yield decoded
         return
     yield from _strings(data)
 
 
 def _strings(data) -> Iterator[str]:
-    if isinstance(data, str):
-        yield data
-    elif isinstance(data, dict):
-        for value in data.values():
-            yield from _strings(value)
-    elif isinstance(data, list):
-        for value in data:
-            yield from _strings(value)
+    """Every text in a JSON value (order does not matter: a row under two headers is ambiguous either way); walked
+    with a list, not recursion, so a deeply nested value cannot exhaust the stack."""
+    pending = [data]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, str):
+            yield item
+        elif isinstance(item, dict):
+            pending.extend(item.values())
+        elif isinstance(item, list):
+            pending.extend(item)
 
 
 def _rows_under_headers(lines: Iterable[str]) -> Iterator[tuple[str, str]]:

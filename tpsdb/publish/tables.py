@@ -262,30 +262,35 @@ _FILE_IS_CITED = """(f.size_quote IS NOT NULL OR NOT EXISTS (SELECT 1 FROM model
                      AND c.quantization = f.quantization AND c.size_quote IS NOT NULL))"""
 
 
-def _conditions(fixed: Mapping[str, Any], extra: Mapping[str, Any] | None = None) -> tuple[str, dict, list]:
-    """The WHERE clause of a definition: active, measured, on the cited file size, and every fixed condition (a list
-    means any of)."""
-    clauses = ["status = 'active'", "nature = 'measured'", _FINITE, _CITED_SIZE]
-    params: dict[str, Any] = {}
-    expanding = []
-    for key, value in {**fixed, **(extra or {})}.items():
-        if key not in FIXED_COLUMNS:  # the key becomes a column name in the SQL text
-            raise KeyError(f"fixed.{key} is not a measurement_full column tables filter on")
-        column = key
-        name = f"p_{key}"
-        if isinstance(value, (tuple, list)):
-            clauses.append(f"{column} IN :{name}")
-            params[name] = list(value)
-            expanding.append(bindparam(name, expanding=True))
-        else:
-            clauses.append(f"{column} = :{name}")
-            params[name] = value
-    return " AND ".join(clauses), params, expanding
-
-
 # Only finite figures are published: an infinite or NaN tokens/s (stored before the validator refused them) is
 # left out, and the table says how many were (NaN and infinity both fail this test on SQLite and PostgreSQL).
 _FINITE = "ABS(tokens_per_second) <= 1.7976931348623157e308"
+
+
+_QUALIFYING = ["status = 'active'", "nature = 'measured'", _FINITE]
+
+
+def _fixed_clause(key: str, value: Any, params: dict[str, Any], expanding: list) -> str:
+    """One fixed condition as SQL (a list means any of), its value bound into `params` (and `expanding`)."""
+    if key not in FIXED_COLUMNS:  # the key becomes a column name in the SQL text
+        raise KeyError(f"fixed.{key} is not a measurement_full column tables filter on")
+    name = f"p_{key}"
+    if isinstance(value, (tuple, list)):
+        params[name] = list(value)
+        expanding.append(bindparam(name, expanding=True))
+        return f"{key} IN :{name}"
+    params[name] = value
+    return f"{key} = :{name}"
+
+
+def _conditions(fixed: Mapping[str, Any], extra: Mapping[str, Any] | None = None) -> tuple[str, dict, list]:
+    """The WHERE clause of a definition: active, measured, finite, on the cited file size, and every fixed
+    condition (a list means any of)."""
+    params: dict[str, Any] = {}
+    expanding: list = []
+    clauses = [*_QUALIFYING, _CITED_SIZE] + [_fixed_clause(key, value, params, expanding)
+                                               for key, value in {**fixed, **(extra or {})}.items()]
+    return " AND ".join(clauses), params, expanding
 
 
 def _non_finite_note(conn: Connection, d: Definition) -> str | None:
@@ -457,8 +462,8 @@ def _calc(value: float | None, formatter, hint: str) -> Cell:
                 hint=hint if value is not None else None)
 
 
-def _text(value: Any, href: str | None = None, hint: str | None = None) -> Cell:
-    return Cell(text="" if value is None else str(value), value=value, href=href, hint=hint)
+def _text(value: Any, href: str | None = None, hint: str | None = None, kind: str = "text") -> Cell:
+    return Cell(text="" if value is None else str(value), value=value, kind=kind, href=href, hint=hint)
 
 
 def _pick_note(d: Definition) -> str:
@@ -496,7 +501,7 @@ def align_decimals(columns: Sequence[Column], rows: Sequence[dict[str, Cell]]) -
 def empty_reason(conn: Connection, d: Definition) -> str:
     """What keeps a table empty, named: the first of its fixed conditions (in the order a reader narrows down: machine,
     model, format, program, lengths, users) that no validated figure meets together with the ones before it."""
-    base = ["status = 'active'", "nature = 'measured'", _FINITE]
+    base = _QUALIFYING
     applied: list[str] = []
     params: dict[str, Any] = {}
     expanding = []
@@ -506,7 +511,8 @@ def empty_reason(conn: Connection, d: Definition) -> str:
         statement = text(sql).bindparams(*expanding) if expanding else text(sql)
         return conn.execute(statement, params).scalar_one()
 
-    if count(base) == 0:
+    before = count(base)  # the figures meeting the conditions applied so far
+    if before == 0:
         return ("The database holds no validated measurement at all: `tpsdb refresh` (reading the enabled sources) "
                 "or `tpsdb add` would fill it.")
     said: list[str] = []
@@ -514,16 +520,9 @@ def empty_reason(conn: Connection, d: Definition) -> str:
         if key not in d.fixed:
             continue
         value = d.fixed[key]
-        name = f"p_{key}"
-        if isinstance(value, (tuple, list)):
-            clause = f"{key} IN :{name}"
-            params[name] = list(value)
-            expanding.append(bindparam(name, expanding=True))
-        else:
-            clause = f"{key} = :{name}"
-            params[name] = value
-        before = count(base + applied)
-        if count(base + applied + [clause]) == 0:
+        clause = _fixed_clause(key, value, params, expanding)
+        now = count(base + applied + [clause])
+        if now == 0:
             within = f" with {', '.join(said)}" if said else ""
             return (f"Missing: a figure with {key.replace('_', ' ')} {_listing(value)}. The database holds {before} "
                     f"validated figure{'s' if before != 1 else ''}{within}, none with {key.replace('_', ' ')} "
@@ -531,6 +530,7 @@ def empty_reason(conn: Connection, d: Definition) -> str:
                     "fill this table.")
         applied.append(clause)
         said.append(f"{key.replace('_', ' ')} {_listing(value)}")
+        before = now
     return ("Missing: a figure on the model file size the reference cites; the figures meeting every condition were "
             "recorded on another file size of that model and format.")
 
@@ -933,7 +933,6 @@ _DIMENSIONS = (
     ("quantization", lambda r: r["quantization"]),
     ("lengths", fmt_lengths),
     ("concurrency", fmt_concurrency),
-    ("source", lambda r: source_label(r["source_title"], r["source_home_url"])),
 )
 
 
@@ -950,16 +949,15 @@ def build_spread(conn: Connection, d: Definition) -> Table:
     rows = []
     top = ranked[0][0] if ranked else None
 
-    def sources(copies):
-        return "; ".join(dict.fromkeys(source_label(r["source_title"], r["source_home_url"]) for r in copies))
+    def conditions(copies):  # what a figure says, its sources being every copy's
+        return {**{name: fn(copies[0]) for name, fn in _DIMENSIONS},
+                "source": "; ".join(dict.fromkeys(source_label(c["source_title"], c["source_home_url"])
+                                                  for c in copies))}
 
-    top_says = {name: fn(top) for name, fn in _DIMENSIONS if name != "source"} if top else {}
-    if top:
-        top_says["source"] = sources(ranked[0])
+    top_says = conditions(ranked[0]) if ranked else {}
     for rank, copies in enumerate(ranked, 1):
         r = copies[0]
-        says = {name: fn(r) for name, fn in _DIMENSIONS if name != "source"}
-        says["source"] = sources(copies)
+        says = conditions(copies)
         differs = [f"{name}: {text}" for name, text in says.items() if text != top_says[name]]
         if options := options_differing(r, top):
             differs.insert(1 if says["software"] != top_says["software"] else 0, f"options: {options}")
@@ -1007,14 +1005,12 @@ def build_conformance(conn: Connection, d: Definition) -> Table:
         rows.append({
             "relayed_by": _text(r["relayed_by"] or "(read directly)"),
             "source": _text(r["source_title"] or r["source_url"] or "(no source URL)", href=r["source_url"]),
-            "read": _text(r["figures_read"]), "accepted": _text(r["accepted"]), "rejected": _text(r["rejected"]),
+            "read": _text(r["figures_read"], kind="count"), "accepted": _text(r["accepted"], kind="count"),
+            "rejected": _text(r["rejected"], kind="count"),
             "share": _calc(r["accepted"] / r["figures_read"] if r["figures_read"] else None, fmt_percent,
                            f"{r['accepted']} ÷ {r['figures_read']}"),
-            "missing": _text(r["commonest_missing"]), "missing_n": _text(r["commonest_missing_count"]),
+            "missing": _text(r["commonest_missing"]), "missing_n": _text(r["commonest_missing_count"], kind="count"),
         })
-    for row in rows:
-        for key in ("read", "accepted", "rejected", "missing_n"):
-            row[key].kind = "count"
     fixed = [("Figures", "every active figure of the database, accepted (a measurement) or rejected (kept with its "
                          "reasons); superseded and withdrawn ones are history and not counted"),
              ("Source", "the publication a figure was read from; a relayed figure (source.via) counts under its "
