@@ -4,7 +4,7 @@ with the llama-bench result readers; a changed file supersedes, a fault leaves t
 
 import pytest
 
-from conftest import ROOT, run_cli
+from conftest import ROOT
 from fixture_server import Fault, FixtureServer
 from refresh_helpers import dump, refresh_json, rows
 from tpsdb.collect.benchfiles import extract_bench_file
@@ -16,9 +16,8 @@ URL = "https://github.com/example/bench/blob/0123456789abcdef0123456789abcdef012
 
 
 @pytest.fixture
-def served(tmp_path):
-    db = tmp_path / "file.sqlite"
-    run_cli("init", "--no-seed", db=db)
+def served(empty_db, tmp_path):
+    db = empty_db
     with FixtureServer() as server:
         server.override(PATH, FILE.read_bytes())
         sources = tmp_path / "sources"

@@ -23,10 +23,9 @@ REJECTION = ", ".join(("candidate_key", "slot", "status", *REJECTION_COLUMNS))
 
 
 @pytest.fixture
-def served(tmp_path):
+def served(empty_db, tmp_path):
     """A database, the shipped source files (the threads' protocols) plus the peer's, served by a local server."""
-    db = tmp_path / "peer.sqlite"
-    run_cli("init", "--no-seed", db=db)
+    db = empty_db
     sources = tmp_path / "sources"
     shutil.copytree(ROOT / "sources", sources)
     with FixtureServer() as server:
