@@ -26,6 +26,14 @@ def refresh(db: Path, server, *sources: str, graphql: bool = False, check: bool 
                    check=check)
 
 
+def refresh_json(db: Path, server, key: str, sources: Path, *, check: bool = True) -> dict:
+    """The run summary of `tpsdb refresh KEY --format json` of a source file in `sources` (printed whether or not
+    the run succeeds; `check`: it must), two attempts per request."""
+    result = run_cli("refresh", key, "--format", "json", "--sources-dir", str(sources), db=db,
+                     env=server_env(server, TPSDB_HTTP_MAX_ATTEMPTS="2"), check=check)
+    return json.loads(result.stdout)[0]
+
+
 def permalink(thread: str, truth_file: Path) -> str:
     stem = truth_file.name.removesuffix(".truth.json")
     base = f"https://github.com/ggml-org/llama.cpp/discussions/{thread}"

@@ -1,13 +1,12 @@
 """The `file` kind: one benchmark file at a URL, served by the real local server, refreshed conditionally and read
 with the llama-bench result readers; a changed file supersedes, a fault leaves the database as it was."""
 
-import json
 
 import pytest
 
-from conftest import ROOT, run_cli
+from conftest import ROOT
 from fixture_server import Fault, FixtureServer
-from refresh_helpers import dump, rows, server_env
+from refresh_helpers import dump, refresh_json, rows
 from tpsdb.collect.benchfiles import extract_bench_file
 from tpsdb.collect.extract import PostContext
 
@@ -17,9 +16,8 @@ URL = "https://github.com/example/bench/blob/0123456789abcdef0123456789abcdef012
 
 
 @pytest.fixture
-def served(tmp_path):
-    db = tmp_path / "file.sqlite"
-    run_cli("init", "--no-seed", db=db)
+def served(empty_db, tmp_path):
+    db = empty_db
     with FixtureServer() as server:
         server.override(PATH, FILE.read_bytes())
         sources = tmp_path / "sources"
@@ -27,12 +25,7 @@ def served(tmp_path):
         (sources / "bench.toml").write_text(f'key = "bench"\nurl = "{URL}"\nkind = "file"\n'
                                             f'fetch_url = "{server.base_url}{PATH}"\n', encoding="utf-8")
 
-        def refresh(check=True):
-            result = run_cli("refresh", "bench", "--format", "json", "--sources-dir", str(sources), db=db,
-                             env=server_env(server, TPSDB_HTTP_MAX_ATTEMPTS="2"), check=check)
-            return json.loads(result.stdout)[0]
-
-        yield db, server, refresh
+        yield db, server, lambda check=True: refresh_json(db, server, "bench", sources, check=check)
 
 
 def expected(data: bytes) -> list[float]:

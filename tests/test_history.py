@@ -25,11 +25,9 @@ REMOVED = "https://github.com/ggml-org/llama.cpp/discussions/16578#discussioncom
 
 
 @pytest.fixture
-def served(tmp_path):
-    db = tmp_path / "history.sqlite"
-    run_cli("init", "--no-seed", db=db)
+def served(empty_db):
     with FixtureServer() as server:
-        yield db, server
+        yield empty_db, server
 
 
 def active(db, url):
@@ -148,7 +146,9 @@ def test_killed_refresh_leaves_the_previous_data_intact(served):
 
 def test_two_refreshes_at_once(served):
     db, server = served
-    server.inject("/ggml-org/llama.cpp/discussions/16578", [Fault("slow", seconds=2)])
+    # The first run holds the lock this long at least: the second must start (a new interpreter, on a busy
+    # machine) within it.
+    server.inject("/ggml-org/llama.cpp/discussions/16578", [Fault("slow", seconds=4)])  # under the 5 s timeout
     env = {**os.environ, "PYTHONPATH": str(ROOT), **server_env(server)}
     command = [sys.executable, "-m", "tpsdb", "refresh", "llamacpp-16578", "--db", str(db)]
     first = subprocess.Popen(command, env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

@@ -10,7 +10,7 @@ import pytest
 
 from conftest import ROOT, run_cli
 from fixture_server import Fault, FixtureServer
-from refresh_helpers import dump, refresh, rows, server_env
+from refresh_helpers import dump, refresh, refresh_json, rows, server_env
 from test_peers import OP_4167, TOKATLAS, import_file, tokatlas_slice
 from tpsdb.store import MEASUREMENT_COLUMNS, REJECTION_COLUMNS
 
@@ -23,10 +23,9 @@ REJECTION = ", ".join(("candidate_key", "slot", "status", *REJECTION_COLUMNS))
 
 
 @pytest.fixture
-def served(tmp_path):
+def served(empty_db, tmp_path):
     """A database, the shipped source files (the threads' protocols) plus the peer's, served by a local server."""
-    db = tmp_path / "peer.sqlite"
-    run_cli("init", "--no-seed", db=db)
+    db = empty_db
     sources = tmp_path / "sources"
     shutil.copytree(ROOT / "sources", sources)
     with FixtureServer() as server:
@@ -34,13 +33,7 @@ def served(tmp_path):
         fetch = next(line for line in shipped.splitlines() if line.startswith("fetch_url"))
         (sources / "tokatlas-llamacpp.toml").write_text(
             shipped.replace(fetch, f'fetch_url = "{server.base_url}{PATH}"'), encoding="utf-8")
-
-        def peer_refresh(check=True):
-            result = run_cli("refresh", "tokatlas-llamacpp", "--format", "json", "--sources-dir", str(sources),
-                             db=db, env=server_env(server, TPSDB_HTTP_MAX_ATTEMPTS="2"), check=check)
-            return json.loads(result.stdout)[0]
-
-        yield db, server, peer_refresh
+        yield db, server, lambda check=True: refresh_json(db, server, "tokatlas-llamacpp", sources, check=check)
 
 
 def stored(db) -> tuple[list[tuple], list[tuple]]:

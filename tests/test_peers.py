@@ -134,6 +134,21 @@ def test_tokatlas_file_nested_too_deeply_is_one_error_line(empty_db, tmp_path):
     assert f"error: {deep}: nested too deeply" in result.output
 
 
+
+def test_tokatlas_non_finite_figures_are_rejections(empty_db, tmp_path):
+    """Python's JSON reader takes NaN and Infinity, and tokatlas writes some figures as strings ("1e999"): each such
+    figure is kept as a rejection saying so, never stored as a figure."""
+    path = tmp_path / "non-finite.json"
+    url = f"{OP_4167}#discussioncomment-1"
+    path.write_text('{"records": [{"id": "a", "source_url": "%s", "quote": "q", "tps": NaN, "pp_tps": Infinity},'
+                    ' {"id": "b", "source_url": "%s", "quote": "q", "tps": "1e999", "pp_tps": "-inf"}]}'
+                    % (url, url), encoding="utf-8")
+    assert import_file(empty_db, path).exit_code == 1
+    assert rows(empty_db, "SELECT COUNT(*) AS n FROM measurement")[0]["n"] == 0
+    reasons = [r["reasons"] for r in rows(empty_db, "SELECT reasons FROM rejection")]
+    assert len(reasons) == 4 and all("tokens_per_second: not a finite number" in r for r in reasons)
+
+
 # ------------------------------------------------------------------------------------- supersession
 def test_direct_reading_supersedes_the_relayed_figure_with_history(tmp_path):
     from fixture_server import FixtureServer

@@ -46,10 +46,6 @@ def github_url() -> str:
     return os.environ.get("TPSDB_GITHUB_URL", "https://github.com").rstrip("/")
 
 
-def github_api_url() -> str:
-    return os.environ.get("TPSDB_GITHUB_API_URL", "https://api.github.com/graphql")
-
-
 class TokenError(ValueError):
     """The token's variable holds something no token can hold. The message never shows the token."""
 

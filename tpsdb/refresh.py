@@ -343,6 +343,7 @@ def apply_snapshots(session: Session, source: Source, kind: SourceKind, chain: l
         if row is not None and not force and row.body_sha256 == body_sha and row.status == Status.active \
                 and row.deleted == fetched.deleted:
             continue  # unchanged post: its figures stay as they are, same ids
+        first_reading = row is None  # a post new to the store: no figure of it to compare, supersede or retire
         row = _upsert_post(session, source, row, fetched, snap, body_sha)
         ctx = PostContext(permalink=fetched.permalink, retrieved_at=retrieved,
                           published_at=fetched.created_at[:10] if fetched.created_at else None,
@@ -351,7 +352,7 @@ def apply_snapshots(session: Session, source: Source, kind: SourceKind, chain: l
             summary.withdrawn += _retire(session, row.id, set(), set(), Status.withdrawn)
             continue
         candidates = kind.candidates(fetched, ctx)
-        _apply_candidates(session, store, source, row, snap, candidates, summary)
+        _apply_candidates(session, store, source, row, snap, candidates, summary, first_reading)
         read_directly.append(fetched.permalink)
         relayed_posts.update(url for c in candidates if (url := _source_url(c.record)))
     for external_id, row in existing.items():
@@ -385,8 +386,11 @@ def _upsert_post(session: Session, source: Source, row: Post | None, fetched: Fe
 
 
 def _apply_candidates(session: Session, store: Store, source: Source, post: Post, snap: Snapshot,
-                      candidates: list, summary: RunSummary) -> None:
-    old_by_slot = {m.slot: m for m in session.exec(
+                      candidates: list, summary: RunSummary, first_reading: bool) -> None:
+    """Store a post's candidates; of a post read before, retire what it no longer says and link what it now says
+    differently. A first reading has nothing to retire or link: its rows wait for the run's last flush (a peer
+    file's first refresh is ~2,000 such posts, four statements each saved)."""
+    old_by_slot = {} if first_reading else {m.slot: m for m in session.exec(
         select(Measurement).where(Measurement.post_id == post.id, Measurement.status == Status.active))}
     figure_keys, rejection_keys, new_by_slot = set(), set(), {}
     for candidate in candidates:
@@ -399,8 +403,9 @@ def _apply_candidates(session: Session, store: Store, source: Source, post: Post
         else:
             rejection_keys.add(result.key)
             summary.rejected += result.outcome == "rejected"
-    store.flush()
-    _retire(session, post.id, figure_keys, rejection_keys, Status.superseded)
+    if not first_reading:
+        store.flush()
+        _retire(session, post.id, figure_keys, rejection_keys, Status.superseded)
     for slot, key in new_by_slot.items():
         old = old_by_slot.get(slot)
         if old is not None and old.figure_key != key:

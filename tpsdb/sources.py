@@ -4,7 +4,6 @@ kind accepts is the kind's own (tpsdb.kinds)."""
 
 from __future__ import annotations
 
-import re
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -13,7 +12,6 @@ from . import config
 
 # The keys every source file may have; any other key belongs to its kind (SourceSpec.settings).
 COMMON_KEYS = {"key", "url", "kind", "title", "licence", "refresh_interval_hours", "protocol", "enabled"}
-_DISCUSSION = re.compile(r"^https://github\.com/([^/]+)/([^/]+)/discussions/(\d+)/?$")
 
 
 class SourceFileError(ValueError):
@@ -33,12 +31,6 @@ class SourceSpec:
     enabled: bool = True  # False: `refresh --due` leaves it out (naming it still refreshes it)
     # the directory of the source file: a kind may read the source files beside it (a peer's threads' protocols)
     directory: Path | None = field(default=None, compare=False)
-
-    @property
-    def discussion(self) -> tuple[str, str, int]:
-        """(owner, repo, number) of a GitHub discussion source."""
-        match = _DISCUSSION.match(self.url)
-        return match.group(1), match.group(2), int(match.group(3))
 
 
 def load_source(path: Path) -> SourceSpec:

@@ -24,8 +24,8 @@ from tpsdb.collect.http import Cached, Fetched, FetchError, PoliteSession
 
 __all__ = [
     "Cached", "PageFormatError", "Post", "canonical_url", "discussion_url", "fetch_discussion_graphql",
-    "fetch_discussion_html", "next_page_url", "paged_posts_from_graphql", "paged_posts_from_html", "posts_from_graphql",
-    "posts_from_html", "read_graphql_thread", "read_html_thread",
+    "fetch_discussion_html", "next_page_url", "posts_from_graphql", "posts_from_html", "read_graphql_thread",
+    "read_html_thread",
 ]
 
 GITHUB = "https://github.com"
@@ -148,12 +148,7 @@ _HOOKS = {"comment-body": ("td", "body"), "js-comment-edit-history": (None, "edi
 
 def posts_from_html(pages: list[bytes], owner: str, repo: str, number: int) -> list[Post]:
     """Every post of the thread: page 1 is the full page, the rest are the "Load more" fragments."""
-    return [post for _, post in paged_posts_from_html(pages, owner, repo, number)]
-
-
-def paged_posts_from_html(pages: list[bytes], owner: str, repo: str, number: int) -> list[tuple[int, Post]]:
-    """Every post of the thread with the index of the page it was read from."""
-    return read_html_thread(pages, owner, repo, number)[0]
+    return [post for _, post in read_html_thread(pages, owner, repo, number)[0]]
 
 
 def read_html_thread(pages: list[bytes], owner: str, repo: str,
@@ -418,12 +413,7 @@ def _replies_node(answer: dict, where: str) -> dict:
 
 def posts_from_graphql(pages: list[bytes], owner: str, repo: str, number: int) -> list[Post]:
     """Every post of the thread from the GraphQL answers, in the order the HTML pages show them."""
-    return [post for _, post in paged_posts_from_graphql(pages, owner, repo, number)]
-
-
-def paged_posts_from_graphql(pages: list[bytes], owner: str, repo: str, number: int) -> list[tuple[int, Post]]:
-    """Every post of the thread with the index of the answer it was read from."""
-    return read_graphql_thread(pages, owner, repo, number)[0]
+    return [post for _, post in read_graphql_thread(pages, owner, repo, number)[0]]
 
 
 def read_graphql_thread(pages: list[bytes], owner: str, repo: str,

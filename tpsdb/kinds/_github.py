@@ -4,9 +4,11 @@ token. Read when a run starts, never stored; the token only ever goes to the HTT
 from __future__ import annotations
 
 import os
+import re
+from typing import ClassVar
 
 from tpsdb import config
-from tpsdb.kinds.base import KindSettingsError
+from tpsdb.kinds.base import KindSettingsError, SourceKind
 
 GITHUB = "https://github.com"
 GITHUB_API = "https://api.github.com"
@@ -40,3 +42,26 @@ def rebase(url: str, served_from: str, public: str) -> str:
     """The public address of a URL fetched from `served_from` (a mirror or a test server standing in for `public`)."""
     base = served_from.rstrip("/")
     return public + url[len(base):] if url.startswith(base) else url
+
+
+class GitHubKind(SourceKind):
+    """A kind of source at one GitHub address (`https://github.com/OWNER/REPO/<what>/N`)."""
+
+    URL: ClassVar[re.Pattern[str]]  # its groups: owner, repo, number
+    ADDRESS: ClassVar[str]  # what `check` names: "discussions/N"
+
+    @classmethod
+    def check(cls, spec) -> str | None:
+        return None if cls.URL.match(spec.url) else f"url: not a https://github.com/OWNER/REPO/{cls.ADDRESS} address"
+
+    @property
+    def thread(self) -> tuple[str, str, int]:
+        """(owner, repo, number) of the source's address."""
+        owner, repo, number = self.URL.match(self.spec.url).groups()
+        return owner, repo, int(number)
+
+    def read_token(self) -> str | None:
+        """The token (KindSettingsError for one no header can carry), kept out of every error message."""
+        self._token = token()
+        self.secrets = [self._token] if self._token else []
+        return self._token

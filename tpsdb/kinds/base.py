@@ -95,4 +95,29 @@ class SourceKind(ABC):
         """The candidate records of one post (what the validator then accepts or rejects)."""
 
 
+class OneFileKind(SourceKind):
+    """A kind whose source is one file: `url` its public address, its bytes at `fetch_url` (default `url`),
+    fetched conditionally over plain HTTP. A subclass checks its own further settings after `check`."""
+
+    @classmethod
+    def check(cls, spec: SourceSpec) -> str | None:
+        for key in ("url", "fetch_url"):
+            value = spec.url if key == "url" else spec.settings.get(key, spec.url)
+            if not isinstance(value, str) or not value.startswith(("https://", "http://")):
+                return f"{key}: not an http(s) URL"
+        return None
+
+    @property
+    def fetch_url(self) -> str:
+        return self.spec.settings.get("fetch_url", self.spec.url)
+
+    def prepare(self) -> str:
+        return "http"
+
+    def fetch(self, http: PoliteSession, archive: Archive, transport: str) -> None:
+        cached = archive.cached(self.fetch_url)
+        archive.on_response(http.get(self.fetch_url, etag=cached and cached.etag,
+                                     last_modified=cached and cached.last_modified))
+
+
 Factory = Callable[["SourceSpec"], SourceKind]

@@ -14,35 +14,24 @@ from urllib.parse import urlsplit
 from tpsdb.collect.benchfiles import FORMATS, extract_bench_file
 from tpsdb.collect.completeness import Completeness, Count
 from tpsdb.collect.extract import Candidate, PostContext
-from tpsdb.collect.http import PoliteSession
-from tpsdb.kinds.base import Archive, Post, SourceKind
+from tpsdb.kinds.base import OneFileKind, Post
 
 _HEADER = re.compile(r"\A((?:[a-z_]+: [^\n]*\n)+)---\n")
 
 
-class BenchmarkFile(SourceKind):
+class BenchmarkFile(OneFileKind):
     name = "file"
 
     @classmethod
     def check(cls, spec) -> str | None:
-        for key in ("url", "fetch_url"):
-            value = spec.url if key == "url" else spec.settings.get(key, spec.url)
-            if not isinstance(value, str) or not value.startswith(("https://", "http://")):
-                return f"{key}: not an http(s) URL"
+        problem = super().check(spec)
+        if problem:
+            return problem
         fmt = spec.settings.get("format")
         if fmt is not None and fmt not in FORMATS:
             return f"format: {fmt!r} is not one of {', '.join(FORMATS)}"
         unknown = sorted(set(spec.settings) - {"fetch_url", "hardware", "format"})
         return f"{unknown[0]}: not a setting of the file kind" if unknown else None
-
-    def prepare(self) -> str:
-        return "http"
-
-    def fetch(self, http: PoliteSession, archive: Archive, transport: str) -> None:
-        url = self.spec.settings.get("fetch_url", self.spec.url)
-        cached = archive.cached(url)
-        fetched = http.get(url, etag=cached and cached.etag, last_modified=cached and cached.last_modified)
-        archive.on_response(fetched)
 
     def read(self, pages: list[bytes], transport: str) -> tuple[list[tuple[int, Post]], Completeness]:
         text = pages[0].decode("utf-8-sig", errors="replace")
@@ -55,5 +44,5 @@ class BenchmarkFile(SourceKind):
         stated = dict(line.split(": ", 1) for line in header.group(1).splitlines()) if header else {}
         body = post.body[header.end():] if header else post.body
         hardware = self.spec.settings.get("hardware") or stated.get("hardware")
-        suffix = urlsplit(self.spec.settings.get("fetch_url", self.spec.url)).path.rpartition(".")[2].lower()
+        suffix = urlsplit(self.fetch_url).path.rpartition(".")[2].lower()
         return extract_bench_file(body.encode(), self.spec.settings.get("format"), ctx, hardware, suffix=suffix)

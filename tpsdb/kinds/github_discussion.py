@@ -11,30 +11,20 @@ from tpsdb.collect.completeness import Completeness
 from tpsdb.collect.extract import Candidate, PostContext, extract_post
 from tpsdb.collect.http import Fetched, PoliteSession
 from tpsdb.kinds import _github
-from tpsdb.kinds.base import Archive, Post, SourceKind
+from tpsdb.kinds.base import Archive, Post
 
-_URL = re.compile(r"^https://github\.com/([^/]+)/([^/]+)/discussions/(\d+)/?$")
 # The canonical address of GraphQL answers, whoever served them: all pages share it, the query tells them apart.
 GITHUB_GRAPHQL = _github.GITHUB_API + "/graphql"
 
 
-class GitHubDiscussion(SourceKind):
+class GitHubDiscussion(_github.GitHubKind):
     name = "github_discussion"
-
-    @classmethod
-    def check(cls, spec) -> str | None:
-        return None if _URL.match(spec.url) else "url: not a https://github.com/OWNER/REPO/discussions/N address"
-
-    @property
-    def thread(self) -> tuple[str, str, int]:
-        owner, repo, number = _URL.match(self.spec.url).groups()
-        return owner, repo, int(number)
+    URL = re.compile(r"^https://github\.com/([^/]+)/([^/]+)/discussions/(\d+)/?$")
+    ADDRESS = "discussions/N"
 
     def prepare(self) -> str:
-        self._token = _github.token()
         self._web = _github.web_url()
-        self.secrets = [self._token] if self._token else []
-        return "graphql" if self._token else "html"
+        return "graphql" if self.read_token() else "html"
 
     def canonical(self, url: str) -> str:
         return github.canonical_url(url, _github.web_url())

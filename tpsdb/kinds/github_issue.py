@@ -12,39 +12,29 @@ from tpsdb.collect.completeness import Completeness
 from tpsdb.collect.extract import Candidate, PostContext, extract_text
 from tpsdb.collect.http import PoliteSession
 from tpsdb.kinds import _github
-from tpsdb.kinds.base import Archive, Post, SourceKind
-
-_URL = re.compile(r"^https://github\.com/([^/]+)/([^/]+)/(?:pull|issues)/(\d+)/?$")
+from tpsdb.kinds.base import Archive, Post
 
 
-class GitHubIssue(SourceKind):
+class GitHubIssue(_github.GitHubKind):
     name = "github_issue"
-
-    @classmethod
-    def check(cls, spec) -> str | None:
-        return None if _URL.match(spec.url) else "url: not a https://github.com/OWNER/REPO/pull/N (or issues/N) address"
-
-    @property
-    def issue(self) -> tuple[str, str, int]:
-        owner, repo, number = _URL.match(self.spec.url).groups()
-        return owner, repo, int(number)
+    URL = re.compile(r"^https://github\.com/([^/]+)/([^/]+)/(?:pull|issues)/(\d+)/?$")
+    ADDRESS = "pull/N (or issues/N)"
 
     def prepare(self) -> str:
-        self._token = _github.token()
-        self.secrets = [self._token] if self._token else []
+        self.read_token()
         return "rest"
 
     def canonical(self, url: str) -> str:
         return _github.rebase(url, _github.api_url(), _github.GITHUB_API)
 
     def fetch(self, http: PoliteSession, archive: Archive, transport: str) -> None:
-        github_rest.fetch_issue_rest(http, _github.api_url(), self._token, *self.issue,
+        github_rest.fetch_issue_rest(http, _github.api_url(), self._token, *self.thread,
                                      on_response=archive.on_response, previous=archive.cached,
                                      public_to_served=lambda url: _github.rebase(url, _github.GITHUB_API,
                                                                                  _github.api_url()))
 
     def read(self, pages: list[bytes], transport: str) -> tuple[list[tuple[int, Post]], Completeness]:
-        posts, completeness = github_rest.read_issue_rest(pages, *self.issue, self.spec.url)
+        posts, completeness = github_rest.read_issue_rest(pages, *self.thread, self.spec.url)
         return [(index, Post(external_id=p.external_id, permalink=p.permalink, kind=p.kind, parent_id=None,
                              author=p.author, created_at=p.created_at, edited_at=p.edited_at, minimized=False,
                              deleted=False, body=p.body)) for index, p in posts], completeness

@@ -17,13 +17,12 @@ import json
 from tpsdb.collect.completeness import Completeness, Count
 from tpsdb.collect.extract import Candidate, PostContext
 from tpsdb.collect.github import PageFormatError
-from tpsdb.collect.http import PoliteSession
-from tpsdb.kinds.base import Archive, Post, SourceKind
+from tpsdb.kinds.base import OneFileKind, Post
 
 FORMATS = ("tokatlas",)  # tpsdb.peers.FORMATS, named here so that loading a source file imports no database code
 
 
-class PeerDataset(SourceKind):
+class PeerDataset(OneFileKind):
     name = "peer_dataset"
 
     def __init__(self, spec):
@@ -32,24 +31,14 @@ class PeerDataset(SourceKind):
 
     @classmethod
     def check(cls, spec) -> str | None:
-        for key in ("url", "fetch_url"):
-            value = spec.url if key == "url" else spec.settings.get(key, spec.url)
-            if not isinstance(value, str) or not value.startswith(("https://", "http://")):
-                return f"{key}: not an http(s) URL"
+        problem = super().check(spec)
+        if problem:
+            return problem
         fmt = spec.settings.get("format")
         if fmt not in FORMATS:
             return f"format: {fmt!r} is not one of {', '.join(FORMATS)}" if fmt else "format: missing"
         unknown = sorted(set(spec.settings) - {"fetch_url", "format"})
         return f"{unknown[0]}: not a setting of the peer_dataset kind" if unknown else None
-
-    def prepare(self) -> str:
-        return "http"
-
-    def fetch(self, http: PoliteSession, archive: Archive, transport: str) -> None:
-        url = self.spec.settings.get("fetch_url", self.spec.url)
-        cached = archive.cached(url)
-        archive.on_response(http.get(url, etag=cached and cached.etag,
-                                     last_modified=cached and cached.last_modified))
 
     def read(self, pages: list[bytes], transport: str) -> tuple[list[tuple[int, Post]], Completeness]:
         from tpsdb.peers import PeerFileError, parse_tokatlas, slots
