@@ -153,3 +153,66 @@ def test_d20_escapes_and_statement_kinds_on_postgres(pg_url):
     assert "on" in run_cli("query", "show transaction_read_only", "--db", pg_url).stdout
     assert "Result" in run_cli("query", "explain select 1", "--db", pg_url).stdout
     assert run_cli("query", "values (1, 'a')", "--format", "csv", "--db", pg_url).stdout == "column1,column2\n1,a\n"
+
+
+# D6 (review 2026-12-01-reliability-probe-2, PG04–PG49): as a superuser these wrote server files, ran a shell
+# command and deleted rows through dblink; the check read the text with regular expressions.
+def test_d6_hidden_statements_and_functions_are_refused_and_run_nothing(pg_url, postgres, tmp_path):
+    bindir, _, port = postgres
+    run_cli("init", "--no-seed", "--db", pg_url)
+    os.chmod(tmp_path, 0o777)  # the server (user postgres) could write here: the refusal is what stops it
+    ran, copied = tmp_path / "PROGRAM_RAN", tmp_path / "copy_out.txt"
+    database = pg_url.rsplit("/", 1)[1]
+    with _psql(pg_url) as conn:
+        conn.execute("create extension if not exists dblink")
+        conn.execute("insert into model (name) values ('kept')")
+    other = f"dbname={database} user=postgres host=127.0.0.1 port={port}"
+    for statement in (
+            f"/* /* */ select */ copy (select 1) to program 'touch {ran}'",  # PG05
+            f"/* /* */ select */ copy (select 'pwned') to '{copied}'",  # PG04
+            "/* /* */ select */ set default_transaction_read_only = off",  # PG06
+            "/* /* */ select */ reset role", "/*/**/*/ commit",
+            "select pg_read_file/**/('/etc/hostname')",  # PG30
+            'select U&"\\0070g_read_file"(\'/etc/hostname\')',  # PG32
+            "select U&\"!0070g_read_file\" UESCAPE '!' ('/etc/hostname')",
+            "select lo_import/**/('/etc/hostname')",  # PG35
+            f"select dblink_exec/**/('{other}', 'delete from model')",  # PG49
+            f"select * from dblink/**/('{other}', 'select 1') as t(n int)",  # PG38
+            "select query_to_xml('select pg_read'||'_file(''/etc/hostname'')', true, true, '')",  # PG39
+            "select set_config('role', 'postgres', true), 1",
+            "select $$ $$, pg_read_file('/etc/hostname')", "select e'\\'', pg_read_file('/etc/hostname')",
+            "select 1 /* never closed", "select 'never closed"):
+        line = _one_error_line(run_cli("query", statement, "--db", pg_url, check=False))
+        assert "refused" in line, (statement, line)
+    assert not ran.exists() and not copied.exists()
+    with _psql(pg_url) as conn:
+        assert conn.execute("select count(*) from model where name = 'kept'").fetchone()[0] == 1
+    # what reads stays allowed: strings and comments that merely mention those words
+    allowed = run_cli("query", "/* copy */ select 'pg_read_file(' as \"copy\", $t$ dblink $t$ as x",
+                      "--format", "csv", "--db", pg_url)
+    assert allowed.stdout.splitlines() == ["copy,x", "pg_read_file(, dblink "]
+
+
+def test_d6_a_superuser_session_reads_as_pg_read_all_data(pg_url, tmp_path, monkeypatch):
+    """The role is the guard: with the text check switched off (in-process), a COPY TO PROGRAM and pg_read_file
+    written plainly are refused by the server's privileges, and the session is no superuser while the query runs."""
+    from typer.testing import CliRunner
+
+    import tpsdb.query
+    from tpsdb.cli import app
+
+    run_cli("init", "--no-seed", "--db", pg_url)
+    who = run_cli("query", "select current_user as u, (select rolsuper from pg_roles where rolname = current_user) "
+                  "as s", "--format", "csv", "--db", pg_url)
+    assert who.stdout.splitlines() == ["u,s", "pg_read_all_data,False"]
+    assert run_cli("query", "select count(*) as n from measurement_full", "--format", "csv",
+                   "--db", pg_url).stdout.splitlines() == ["n", "0"]
+    os.chmod(tmp_path, 0o777)
+    ran = tmp_path / "PROGRAM_RAN"
+    monkeypatch.setattr(tpsdb.query, "check_postgres_statement", lambda sql: None)
+    # (set_config('role', …) could switch back, the session user being a superuser: the text check refuses it)
+    for statement in (f"copy (select 1) to program 'touch {ran}'", "select pg_read_file('/etc/hostname')"):
+        result = CliRunner().invoke(app, ["query", statement, "--db", pg_url])
+        assert result.exit_code == 2, (statement, result.stdout)
+        assert "permission denied" in result.stderr or "must be" in result.stderr, result.stderr
+    assert not ran.exists()

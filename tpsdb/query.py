@@ -2,9 +2,11 @@
 
 SQLite: the file is opened read-only (`mode=ro`) and an authorizer refuses, while SQLite parses the statement,
 everything but reading (ATTACH, which VACUUM INTO also goes through, writes, transactions, settings). PostgreSQL:
-the statement is checked against a list of reading statements, then sent alone through the extended protocol
-(which refuses a second statement, so the text cannot end the transaction) inside `BEGIN READ ONLY`, with
-`default_transaction_read_only` and `statement_timeout` set. Rows are streamed, never fetched whole.
+the statement, read with PostgreSQL's lexical rules (tpsdb.pg_lexer), must be a reading one naming no function
+that reaches past the database; it is sent alone through the extended protocol (which refuses a second statement,
+so the text cannot end the transaction) inside `BEGIN READ ONLY`, with `default_transaction_read_only` and
+`statement_timeout` set, and as a role that can only read (a superuser's session switches to pg_read_all_data for
+the transaction). Rows are streamed, never fetched whole.
 """
 
 from __future__ import annotations
@@ -217,24 +219,41 @@ def _sqlite_rows(path: str, sql: str, timeout: float):
 # not. Everything else is refused: COPY (it writes and reads files on the server even in a read-only
 # transaction), transaction control (COMMIT would end the read-only transaction), SET/RESET, CALL/DO, LOAD, LISTEN…
 _PG_STATEMENTS = ("select", "with", "values", "table", "show", "explain")
-# Functions that read or write files on the server, or reach another server. Whether they work depends on the
-# role (superuser, pg_read_server_files…), which is the real guard (see the README); refusing them by name is a
-# cheap second one.
-_PG_SERVER_FUNCTIONS = re.compile(
-    r"(?<![\w$])\"?(pg_read_file|pg_read_binary_file|pg_stat_file|pg_ls_\w+|lo_import|lo_export|lo_from_bytea|lo_put|"
-    r"pg_file_\w+|dblink\w*|pg_terminate_backend|pg_cancel_backend|pg_reload_conf|pg_rotate_logfile)\"?\s*\(",
-    re.IGNORECASE)
-_SQL_PREFIX = re.compile(r"(?:\s+|--[^\n]*|/\*.*?\*/|\()*", re.DOTALL)
+# Names refused wherever they occur in the statement (as the scanner reads it, so comments, quotes and U& escapes
+# cannot hide them). Functions that reach the server's files or processes or another server; set_config, which
+# could change the role or the session back; and the functions that run SQL built from a string at run time (the
+# string is not read here). The role the statement runs as is the real guard (see _reading_role); this is the
+# second one, and it also says in words what was refused.
+_PG_REFUSED_NAMES = frozenset({
+    "pg_read_file", "pg_read_binary_file", "pg_stat_file", "pg_terminate_backend", "pg_cancel_backend",
+    "pg_reload_conf", "pg_rotate_logfile", "pg_promote", "pg_switch_wal", "pg_create_restore_point",
+    "pg_logical_emit_message", "set_config", "query_to_xml", "query_to_xmlschema", "query_to_xml_and_xmlschema",
+    "cursor_to_xml", "cursor_to_xmlschema", "ts_stat", "ts_rewrite", "pg_import_system_collations"})
+_PG_REFUSED_PREFIXES = ("pg_ls_", "lo_", "pg_file_", "dblink", "pg_replication_", "pg_create_", "pg_drop_",
+                        "pg_copy_", "pg_backup_", "pg_start_backup", "pg_stop_backup", "pg_wal_replay_")
 
 
 def check_postgres_statement(sql: str) -> None:
-    """Refuse a statement that is not a query, or that names a server-file function."""
-    word = re.match(r"[A-Za-z]*", sql[_SQL_PREFIX.match(sql).end():]).group().lower()
+    """Refuse a statement that is not a query, or that names a function reaching past the database. The text is
+    read with PostgreSQL's own lexical rules (tpsdb.pg_lexer): nested comments, quoted and U& names."""
+    from .pg_lexer import LexError, tokens
+
+    try:
+        words = tokens(sql)
+    except LexError as error:
+        raise QueryError(f"query: refused: {error}") from error
+    first = next((t for t in words if t.value != "(" or t.kind != "other"), None)
+    word = first.value if first is not None and first.kind == "name" and not first.quoted else ""
     if word not in _PG_STATEMENTS:
-        raise QueryError(f"query: refused: {word.upper() or 'this statement'} is not a read-only query "
+        shown = (word or (first.value if first is not None else "")).upper()[:40]
+        raise QueryError(f"query: refused: {shown or 'this statement'} is not a read-only query "
                          f"(allowed: {', '.join(w.upper() for w in _PG_STATEMENTS)})")
-    if found := _PG_SERVER_FUNCTIONS.search(sql):
-        raise QueryError(f"query: refused: {found.group(1)}() reaches the server's files or processes")
+    for token in words:
+        if token.kind == "name" and (token.value in _PG_REFUSED_NAMES
+                                     or token.value.startswith(_PG_REFUSED_PREFIXES)):
+            raise QueryError(f"query: refused: {_shown(token.value)}() reaches past the database "
+                             "(the server's files or processes, another server, the session's role, or SQL built "
+                             "from a string)")
 
 
 def _pg_conninfo(url: str) -> str:
@@ -258,6 +277,40 @@ def _pg_columns(conn, sql: str) -> list[str]:
     return [described.fname(i).decode(encoding) for i in range(described.nfields)]
 
 
+# Who may reach past the database: a superuser, or a member of a role that reads or writes the server's files or
+# runs its programs (COPY … TO PROGRAM). PostgreSQL 11+ has these roles; pg_has_role is true of any role for a
+# superuser.
+_PG_PRIVILEGED = """
+select current_user,
+       r.rolsuper or exists (select 1 from pg_roles d
+                             where d.rolname in ('pg_read_server_files', 'pg_write_server_files',
+                                                 'pg_execute_server_program')
+                               and pg_has_role(current_user, d.oid, 'MEMBER')),
+       exists (select 1 from pg_roles d where d.rolname = 'pg_read_all_data'
+                                          and pg_has_role(current_user, d.oid, 'MEMBER'))
+from pg_roles r where r.rolname = current_user
+"""
+READER_ROLE = "pg_read_all_data"  # PostgreSQL 14+: SELECT on every table and view, USAGE on every schema, no more
+
+
+def _reading_role(cursor) -> None:
+    """Run the rest of the transaction as a role that can only read. A session that could reach the server's
+    files or programs (a superuser: what `init` and `refresh` are often given) switches, for this transaction
+    only, to PostgreSQL's built-in pg_read_all_data role; without it (PostgreSQL 13 or older, or a privileged role
+    not granted it) the query is refused. The statement check refuses the ways back (SET/RESET ROLE, set_config),
+    and even a statement the check missed meets the privileges of a reader (review 2026-12-01, D6)."""
+    user, privileged, can_read_all = cursor.execute(_PG_PRIVILEGED).fetchone()
+    if not privileged:
+        return
+    if not can_read_all:
+        raise QueryError(f"query: refused: the role {user} is a superuser or may reach the server's files, and "
+                         f"cannot run the query as {READER_ROLE} (PostgreSQL 14+); connect as a role that can "
+                         "only read (README: What `tpsdb query` allows)")
+    cursor.execute(f"set local role {READER_ROLE}")
+    if cursor.execute(_PG_PRIVILEGED).fetchone()[1]:  # never: the built-in role holds nothing more
+        raise QueryError(f"query: refused: the role {READER_ROLE} may reach the server's files")
+
+
 @contextmanager
 def _postgres_rows(url: str, sql: str, timeout: float):
     import psycopg
@@ -274,7 +327,8 @@ def _postgres_rows(url: str, sql: str, timeout: float):
 
     try:
         conn = psycopg.connect(_pg_conninfo(url), connect_timeout=max(2, math.ceil(timeout)),
-                               options="-c default_transaction_read_only=on")
+                               # the check reads the text with standard strings: a backslash in '…' is a plain character
+                               options="-c default_transaction_read_only=on -c standard_conforming_strings=on")
     except psycopg.Error as error:
         raise failure(error) from error
     try:
@@ -282,6 +336,7 @@ def _postgres_rows(url: str, sql: str, timeout: float):
         cursor, stream = conn.cursor(), None
         try:
             cursor.execute("select set_config('statement_timeout', %s, true)", [f"{round(timeout * 1000)}ms"])
+            _reading_role(cursor)
             # stream(): the extended protocol (one statement, or an error) and rows as they come.
             stream = cursor.stream(sql)
             first = next(stream, None)
