@@ -6,6 +6,7 @@ The defects are those of the reliability probe (D1, D6, D7, D19, D20; rows Q1–
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shutil
 import subprocess
@@ -221,3 +222,95 @@ def test_output_formats_are_unchanged(db):
     assert query("select 1 where 0", "--format", "json", "--db", str(db)).stdout == "[]\n"
     table = query(statement, "--db", str(db)).stdout.splitlines()
     assert table[0].split() == ["hardware", "tokens_per_second"] and table[-1] == "(2 rows)"
+
+
+# ------------------------------------------------------------------------ review 2026-12-01 (probe 2), first use 2
+def test_d9_a_slow_single_step_does_not_outrun_the_timeout(db):
+    """D9: the progress handler ran every 10,000 steps, and one step of randomblob(1e8) takes ~0.2 s: `--timeout
+    1` on 120 such rows ran 20.6 s. The interrupt now comes at the deadline (60 rows here: ~10 s before)."""
+    slow = ("with recursive r(n) as (select 1 union all select n+1 from r where n < 60) "
+            "select sum(length(randomblob(100000000))) from r")
+    started = time.monotonic()
+    result = query(slow, "--timeout", "0.5", "--db", str(db))
+    elapsed = time.monotonic() - started
+    assert result.stderr == "error: query: stopped after 0.5 s (--timeout)\n"
+    assert elapsed < 2.5, elapsed
+
+
+def test_d9_a_step_that_ignores_the_interrupt_is_stopped_hard(db, tmp_path):
+    """One randomblob(4e8) is one step of a second or more, which no interrupt shortens: the command ends its
+    process overrun_grace() after the timeout, with the same error line, and leaves no half --out file."""
+    out = tmp_path / "out.csv"
+    started = time.monotonic()
+    result = subprocess.run([sys.executable, "-m", "tpsdb", "query", "select length(randomblob(400000000)) as n",
+                             "--timeout", "0.1", "--format", "csv", "--out", str(out), "--db", str(db)],
+                            capture_output=True, text=True, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},
+                            timeout=60)
+    elapsed = time.monotonic() - started
+    assert (result.returncode, result.stderr) == (2, "error: query: stopped after 0.1 s (--timeout)\n")
+    assert os.listdir(tmp_path) == ["db"] and elapsed < 5, elapsed  # ~1 s of interpreter start-up on top
+
+
+def test_l7_fts3_tokenizer_is_refused(db):
+    """L7: it returned a pointer into the process's memory, and its two-argument form registers a tokenizer."""
+    for statement in ("select fts3_tokenizer('simple')", "select FTS3_TOKENIZER('simple', x'4141414141414141')"):
+        assert_refused(query(statement, "--db", str(db)), "refused: fts3_tokenizer()")
+
+
+LONG = "https://github.com/ggml-org/llama.cpp/blob/4c7e9893c4ca8eec1a2bd3a5d2a4c9f6e0b1c2d3/docs/a-long-file-name.md"
+
+
+def test_m3_table_cells_are_whole_unless_max_width_is_asked(db):
+    """First use 2, M3: every cell was cut at 60 characters, so a URL copied from the table was broken."""
+    statement = f"select '{LONG}' as source_url, 1 as n union all select 'short', 2"
+    table = query(statement, "--db", str(db))
+    assert table.exit_code == 0 and LONG in table.stdout.splitlines()[2] and "…" not in table.stdout
+    cut = query(statement, "--max-width", "20", "--db", str(db)).stdout.splitlines()
+    assert cut[2].startswith(LONG[:19] + "…") and len(cut[1].split()[0]) == 20
+    assert_refused(query(statement, "--max-width", "-1", "--db", str(db)), "--max-width")
+
+
+def test_m3_markdown_table(db):
+    statement = "select 'a|b' as name, 59.02 as tps, '<b>x</b>' || char(10) || 'y' as note, null as empty"
+    result = query(statement, "--format", "md", "--db", str(db))
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout.splitlines() == ["| name | tps | note | empty |", "| --- | ---: | --- | --- |",
+                                          "| a\\|b | 59.02 | \\<b>x\\</b>\\\\ny |  |"]
+    assert query("select 1 as n where 0", "--format", "md", "--db", str(db)).stdout == "| n |\n| --- |\n"
+
+
+def test_m3_json_columns_are_json_values(db):
+    """M3: `reasons` came out as a string holding JSON inside the JSON."""
+    statement = ("select reasons, candidate_json, '[not json' as reasons_text from rejection_full "
+                 "order by rejection_id limit 1")
+    row = json.loads(query(statement, "--format", "json", "--db", str(db)).stdout)[0]
+    assert isinstance(row["reasons"], list) and all(isinstance(r, str) for r in row["reasons"])
+    assert isinstance(row["candidate_json"], dict) and row["reasons_text"] == "[not json"
+    broken = query("select '[not json' as reasons", "--format", "json", "--db", str(db)).stdout
+    assert json.loads(broken) == [{"reasons": "[not json"}]  # text that only looks like JSON stays text
+    csv_out = query("select reasons from rejection_full order by rejection_id limit 1", "--format", "csv",
+                    "--db", str(db)).stdout
+    assert csv_out.splitlines()[1].startswith('"[')  # csv keeps the stored text
+
+
+def test_json_columns_are_every_json_text_column_of_the_schema():
+    from sqlmodel import SQLModel
+
+    import tpsdb.models  # noqa: F401 (the tables)
+    from tpsdb.query import JSON_COLUMNS
+
+    described = {column.name for table in SQLModel.metadata.tables.values() for column in table.columns
+                 if column.name.endswith("_json") or "JSON" in str(column.comment or "") or "JSON" in (column.doc or "")}
+    fields = {name for model in SQLModel.__subclasses__() for name, field in getattr(model, "model_fields", {}).items()
+              if (field.description or "").startswith("JSON")}
+    assert described | fields <= JSON_COLUMNS and {"reasons", "candidate_json"} <= JSON_COLUMNS
+
+
+def test_out_writes_the_file_whole_or_not_at_all(db, tmp_path):
+    target = tmp_path / "rows.md"
+    result = query("select 1 as n", "--format", "md", "--out", str(target), "--db", str(db))
+    assert result.exit_code == 0 and result.stdout == "" and target.read_text() == "| n |\n| ---: |\n| 1 |\n"
+    failed = query("select nope", "--out", str(tmp_path / "never.csv"), "--db", str(db))
+    assert failed.exit_code == 2 and sorted(os.listdir(tmp_path)) == ["db", "rows.md"]
+    missing = query("select 1", "--out", str(tmp_path / "no" / "such.csv"), "--db", str(db))
+    assert missing.exit_code == 2 and "No such file or directory" in missing.stderr

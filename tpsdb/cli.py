@@ -299,28 +299,60 @@ def export(
 @app.command()
 def query(
     sql: Annotated[str, typer.Argument(help='SQL to run, e.g. "select * from measurement_full limit 5".')],
-    fmt: Annotated[str, typer.Option("--format", help="table, csv or json.")] = "table",
-    timeout: Annotated[float, typer.Option("--timeout", help="Stop the statement after this many seconds.")] = DEFAULT_TIMEOUT,
-    limit: Annotated[int, typer.Option("--limit", help="Show at most this many rows (0: all); says so when cut.")] = DEFAULT_LIMIT,
+    fmt: Annotated[str, typer.Option("--format", metavar="FORMAT", help="table, csv, json or md (a Markdown "
+                                     "table). JSON columns (reasons, candidate_json…) are JSON values in json.")
+                   ] = "table",
+    timeout: Annotated[float, typer.Option("--timeout", metavar="SECONDS",
+                                           help="Stop the statement after this many seconds.")] = DEFAULT_TIMEOUT,
+    limit: Annotated[int, typer.Option("--limit", metavar="N", help="Show at most N rows (0: all); says so when "
+                                       "cut.")] = DEFAULT_LIMIT,
+    max_width: Annotated[int, typer.Option("--max-width", metavar="N", help="In a table, cut cells longer than N "
+                                           "characters (with …). Default 0: every cell whole.")] = 0,
+    out: Annotated[Optional[Path], typer.Option("--out", metavar="FILE", help="Write the output to FILE (whole, "
+                                                "or nothing if the query fails) instead of standard output.")
+                   ] = None,
     db_url: DbOption = None,
 ) -> None:
     """Run one SQL statement read-only (anything but reading is refused; the database is not touched).
 
-    Views: measurement_full (one row spells a figure out), rejection_full, measurement_history.
+    Views: measurement_full (one row spells a figure out), rejection_full, measurement_history, source_conformance.
     """
-    check_choice("--format", fmt, ("table", "csv", "json"))
+    from .output import atomic_file
+    from .query import FORMATS, timeout_message
+
+    check_choice("--format", fmt, FORMATS)
     if limit < 0:
         fail(f"query: --limit must be 0 (every row) or more, not {limit}")
+    if max_width < 0 or max_width == 1:
+        fail(f"query: --max-width must be 0 (cells whole) or 2 or more, not {max_width}")
+    writing: list[str] = []  # the temporary file of --out while it is written
+
+    def hard_stop() -> None:
+        """A SQLite statement that ignored its interrupt: end the process (from the watchdog thread)."""
+        for path in writing:
+            Path(path).unlink(missing_ok=True)
+        os.write(2, f"error: {timeout_message(timeout)}\n".encode())
+        os._exit(2)
+
     try:
-        with run_readonly(sql, db_url, timeout) as (columns, rows):
+        with run_readonly(sql, db_url, timeout, on_overrun=hard_stop) as (columns, rows):
             shown = Limited(rows, limit)
-            write(columns, shown, fmt, sys.stdout)
+            if out is None:
+                write(columns, shown, fmt, sys.stdout, max_width)
+            else:
+                with atomic_file(out) as handle:
+                    writing.append(handle.temporary_path)  # type: ignore[attr-defined]
+                    write(columns, shown, fmt, handle, max_width)
+                writing.clear()
     except QueryError as error:
         sys.stdout.flush()
         fail(str(error))
-    except BrokenPipeError:  # the reader (`| head`) has what it wanted; Python's documented way to stop quietly
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return
+    except OSError as error:
+        if isinstance(error, BrokenPipeError) and out is None:
+            # the reader (`| head`) has what it wanted; Python's documented way to stop quietly
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            return
+        fail(f"query: {os_error_text(error, out or 'standard output')}")
     if shown.cut:
         typer.echo(f"query: showing the first {limit} rows; more matched (--limit N, or --limit 0 for all)", err=True)
 

@@ -5,7 +5,9 @@ from __future__ import annotations
 import os
 import re
 import tempfile
+from contextlib import contextmanager
 from pathlib import Path
+from typing import IO, Iterator
 
 
 def write_atomic(path: Path, content: str) -> None:
@@ -22,6 +24,26 @@ def write_atomic(path: Path, content: str) -> None:
         with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
             handle.write(content)
         os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; a published file is for others to read
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+@contextmanager
+def atomic_file(path: Path) -> Iterator[IO[str]]:
+    """`with atomic_file(path) as handle`: text written to `handle` becomes `path` when the block ends without an
+    error, and nothing is left otherwise (as write_atomic, for output written as it comes). The handle's
+    `temporary_path` is the file being written: a hard stop that skips this block's end removes it."""
+    path = Path(path)
+    if path.is_dir():
+        raise IsADirectoryError(21, "Is a directory", str(path))
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
+            handle.temporary_path = tmp  # type: ignore[attr-defined]
+            yield handle
+        os.chmod(tmp, 0o666 & ~_umask())
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

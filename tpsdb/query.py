@@ -17,12 +17,13 @@ import math
 import os
 import re
 import sqlite3
+import threading
 import time
 from contextlib import contextmanager
 from datetime import date, datetime
 from decimal import Decimal
 from itertools import chain, islice
-from typing import IO, Iterable, Iterator
+from typing import IO, Callable, Iterable, Iterator
 from urllib.parse import quote
 
 from . import config
@@ -41,9 +42,12 @@ def timeout_message(timeout: float) -> str:
 
 
 @contextmanager
-def run_readonly(sql: str, db: str | None = None, timeout: float = DEFAULT_TIMEOUT):
+def run_readonly(sql: str, db: str | None = None, timeout: float = DEFAULT_TIMEOUT,
+                 on_overrun: Callable[[], None] | None = None):
     """`with run_readonly(sql) as (columns, rows)`: rows is an iterator streamed from the database. Every failure,
-    while opening or while iterating, is a QueryError with a one-line message."""
+    while opening or while iterating, is a QueryError with a one-line message. `on_overrun` is called (from
+    another thread) if a SQLite statement has not stopped overrun_grace() after its timeout: a command
+    ends the process there (PostgreSQL's server stops its own statements)."""
     if not timeout > 0:
         raise QueryError(f"query: --timeout must be more than 0 seconds, not {timeout:g}")
     url = config.database_url(db)
@@ -51,7 +55,7 @@ def run_readonly(sql: str, db: str | None = None, timeout: float = DEFAULT_TIMEO
         path = sqlite_path(url)
         if path is None:
             raise QueryError("query: an in-memory SQLite database has nothing to query")
-        with _sqlite_rows(path, sql, timeout) as answer:
+        with _sqlite_rows(path, sql, timeout, on_overrun) as answer:
             yield answer
     else:
         with _postgres_rows(url, sql, timeout) as answer:
@@ -95,10 +99,16 @@ _SETTING_PRAGMAS = {"user_version", "schema_version", "application_id", "journal
                     "function_list", "pragma_list", "module_list", "compile_options"}
 
 
+# Functions refused although they are functions: load_extension runs a library's code; fts3_tokenizer returns a
+# pointer into the process's memory, and with two arguments registers a tokenizer at any address (review
+# 2026-12-01, L7). `tpsdb serve` refuses the same (tpsdb.datasette.limits).
+SQLITE_REFUSED_FUNCTIONS = frozenset({"load_extension", "fts3_tokenizer"})
+
+
 def _authorizer(refused: list[str]):
     def authorize(action, arg1, arg2, _database, _trigger):
-        if action == sqlite3.SQLITE_FUNCTION and (arg2 or "").lower() == "load_extension":
-            refused.append("load_extension()")
+        if action == sqlite3.SQLITE_FUNCTION and (arg2 or "").lower() in SQLITE_REFUSED_FUNCTIONS:
+            refused.append(f"{arg2.lower()}()")
             return sqlite3.SQLITE_DENY
         if action in _SQLITE_READING:
             return sqlite3.SQLITE_OK
@@ -164,8 +174,43 @@ def _remove_side_files(path: str, existed: set[str]) -> None:
         pass  # busy or not writable: the files stay, as they would after any reader
 
 
+def overrun_grace(timeout: float) -> float:
+    """How long past its timeout an interrupted SQLite statement may take to stop before the hard stop: as long
+    again as the timeout, at least 0.5 s, at most 2 s."""
+    return min(2.0, max(0.5, timeout))
+
+
+class _Watchdog(threading.Thread):
+    """Stops a SQLite statement at its deadline, whatever it is doing. The progress handler sees only the steps
+    between virtual-machine instructions, and one instruction can take seconds (`randomblob(1e9)`, `replace` on a
+    long value, a big sort; review 2026-12-01, D9: `--timeout 1` ran 20.6 s). So at the deadline this thread calls
+    sqlite3_interrupt (SQLite stops at its next check); if SQLite is still busy with the statement
+    overrun_grace() later, `on_overrun` (the command's hard stop) is called."""
+
+    def __init__(self, conn: sqlite3.Connection, timeout: float, on_overrun: Callable[[], None] | None):
+        super().__init__(name="tpsdb-query-watchdog", daemon=True)
+        self.conn, self.timeout, self.on_overrun = conn, timeout, on_overrun
+        self.done = threading.Event()
+        self.in_sqlite = False  # the reading thread is inside SQLite (not writing rows out, say)
+
+    def call(self, function: Callable, *args):
+        """function(*args), a call into SQLite that the hard stop may end."""
+        self.in_sqlite = True
+        try:
+            return function(*args)
+        finally:
+            self.in_sqlite = False
+
+    def run(self) -> None:
+        if self.done.wait(self.timeout):
+            return
+        self.conn.interrupt()
+        if not self.done.wait(overrun_grace(self.timeout)) and self.in_sqlite and self.on_overrun is not None:
+            self.on_overrun()
+
+
 @contextmanager
-def _sqlite_rows(path: str, sql: str, timeout: float):
+def _sqlite_rows(path: str, sql: str, timeout: float, on_overrun: Callable[[], None] | None = None):
     if not os.path.isfile(path):
         raise QueryError(f"query: no database at {path} (run `tpsdb init` first?)")
     existed = {p for p in (path + "-wal", path + "-shm") if os.path.exists(p)}
@@ -177,10 +222,13 @@ def _sqlite_rows(path: str, sql: str, timeout: float):
     refused: list[str] = []
     deadline = time.monotonic() + timeout
     cursor = None
+    watchdog = _Watchdog(conn, timeout, on_overrun)
     try:
         conn.set_authorizer(_authorizer(refused))
-        # Called every 10,000 virtual-machine steps; a true return interrupts the statement.
-        conn.set_progress_handler(lambda: time.monotonic() > deadline, 10_000)
+        # Called every 1,000 virtual-machine steps (about 0.1 ms); a true return interrupts the statement. The
+        # watchdog covers the single steps that take long.
+        conn.set_progress_handler(lambda: time.monotonic() > deadline, 1_000)
+        watchdog.start()
 
         def failure(error: sqlite3.Error) -> QueryError:
             if refused:
@@ -193,19 +241,20 @@ def _sqlite_rows(path: str, sql: str, timeout: float):
             return QueryError(f"query: {error}")
 
         try:
-            cursor = conn.execute(sql)
+            cursor = watchdog.call(conn.execute, sql)
         except sqlite3.Error as error:
             raise failure(error) from error
 
         def rows() -> Iterator[tuple]:
             try:
-                while batch := cursor.fetchmany(500):
+                while batch := watchdog.call(cursor.fetchmany, 500):
                     yield from batch
             except sqlite3.Error as error:
                 raise failure(error) from error
 
         yield [d[0] for d in cursor.description or []], rows()
     finally:
+        watchdog.done.set()
         if cursor is not None:
             cursor.close()  # a statement left running would keep the connection (and its lock) open past close()
         conn.close()
@@ -379,41 +428,83 @@ def _shown(value) -> str:
     return _UNPRINTABLE.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
 
 
-def write(columns: list[str], rows: Iterable[tuple], fmt: str, out: IO[str]) -> int:
-    """Write rows as they come (memory does not grow with their number); returns how many."""
+FORMATS = ("table", "csv", "json", "md")
+# The schema's text columns that hold JSON (tpsdb.models: a candidate, reason codes, options, a formula's inputs,
+# a run's pages). `--format json` gives their values as JSON, not as strings of JSON (review 2026-12-01, M3).
+JSON_COLUMNS = frozenset({"reasons", "candidate_json", "software_options", "formula_inputs", "snapshot_ids"})
+
+
+def _json_value(column: str, value):
+    if column in JSON_COLUMNS and isinstance(value, str) and value[:1] in ("[", "{"):
+        try:
+            return json.loads(value)
+        except ValueError:
+            pass  # text that only looks like JSON stays text
+    return value
+
+
+def write(columns: list[str], rows: Iterable[tuple], fmt: str, out: IO[str], max_width: int = 0) -> int:
+    """Write rows as they come (memory does not grow with their number); returns how many. A table cuts no cell
+    unless `max_width` (characters) is given: a URL copied from it must be whole."""
     rows = (tuple(_plain(v) for v in row) for row in rows)
     count = 0
     if fmt == "json":
         out.write("[")
         for count, row in enumerate(rows, 1):
-            item = json.dumps(dict(zip(columns, row)), ensure_ascii=False, indent=1).replace("\n", "\n ")
-            out.write(("," if count > 1 else "") + "\n " + item)
+            item = {c: _json_value(c, v) for c, v in zip(columns, row)}
+            text = json.dumps(item, ensure_ascii=False, indent=1).replace("\n", "\n ")
+            out.write(("," if count > 1 else "") + "\n " + text)
         out.write("\n]\n" if count else "]\n")
     elif fmt == "csv":
         writer = csv.writer(out, lineterminator="\n")
         writer.writerow(columns)
         for count, row in enumerate(rows, 1):
             writer.writerow(row)
+    elif fmt == "md":
+        count = _markdown(columns, rows, out)
     else:
-        count = _table(columns, rows, out)
+        count = _table(columns, rows, out, max_width)
     return count
 
 
-def _table(columns: list[str], rows: Iterator[tuple], out: IO[str]) -> int:
-    """Columns as wide as their widest value in the first 1000 rows (at most 60); later rows are cut to fit."""
+def _table(columns: list[str], rows: Iterator[tuple], out: IO[str], max_width: int = 0) -> int:
+    """Columns as wide as their widest value in the first 1000 rows (at most `max_width` if given); a longer
+    value later is written whole (its line is then longer), or cut with `…` to `max_width`."""
     header = [_shown(c) for c in columns]
     first = [[_shown(v) for v in row] for row in islice(rows, 1000)]
-    widths = [min(60, max([len(c)] + [len(r[i]) for r in first])) for i, c in enumerate(header)]
+    widths = [max([len(c)] + [len(r[i]) for r in first]) for i, c in enumerate(header)]
+    if max_width:
+        widths = [min(max_width, w) for w in widths]
 
     def line(cells) -> str:
-        fit = (v if len(v) <= w else v[: w - 1] + "…" for v, w in zip(cells, widths))
-        return "  ".join(v.ljust(w) for v, w in zip(fit, widths)).rstrip() + "\n"
+        if max_width:
+            cells = (v if len(v) <= max_width else v[: max_width - 1] + "…" for v in cells)
+        return "  ".join(v.ljust(w) for v, w in zip(cells, widths)).rstrip() + "\n"
 
     out.write(line(header) + "  ".join("-" * w for w in widths) + "\n")
     count = 0
     for count, cells in enumerate(chain(first, ([_shown(v) for v in row] for row in rows)), 1):
         out.write(line(cells))
     out.write(f"({count} row{'s' if count != 1 else ''})\n")
+    return count
+
+
+def _md_cell(value) -> str:
+    """A Markdown table cell: control characters escaped as in a table; a backslash, `|` (the cell's end) and `<`
+    (an HTML tag) escaped with a backslash, as CommonMark reads them; nothing cut."""
+    return re.sub(r"[\\|<]", lambda m: "\\" + m.group(), _shown(value))
+
+
+def _markdown(columns: list[str], rows: Iterator[tuple], out: IO[str]) -> int:
+    """A GitHub-flavoured Markdown table; columns whose first value is a number are aligned right."""
+    first = next(rows, None)
+    numeric = [first is not None and isinstance(v, (int, float)) and not isinstance(v, bool)
+               for v in (first or [None] * len(columns))]
+    out.write("| " + " | ".join(_md_cell(c) for c in columns) + " |\n")
+    out.write("|" + "|".join(" ---: " if n else " --- " for n in numeric) + "|\n")
+    count = 0
+    for count, row in enumerate(chain([first] if first is not None else [], rows), 1):
+        out.write("| " + " | ".join(_md_cell(v) for v in row) + " |\n")
     return count
 
 
