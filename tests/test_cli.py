@@ -74,7 +74,7 @@ def test_add_is_idempotent_and_keeps_rejections(tmp_path, empty_db, record):
     assert rejections == [bad]  # the candidate as given: `add` of it re-creates the rejection
     rows = json.loads(run_cli("query", "select reasons, source_url from rejection_full", "--format", "json",
                               db=empty_db).stdout)
-    assert rows == [{"reasons": '["software.version: missing"]', "source_url": record["source"]["url"]}]
+    assert rows == [{"reasons": ["software.version: missing"], "source_url": record["source"]["url"]}]
 
 
 def test_export_round_trip(tmp_path, empty_db, record):
