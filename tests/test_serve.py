@@ -6,6 +6,7 @@ import csv
 import io
 import json
 import re
+import socket
 import sqlite3
 import subprocess
 import sys
@@ -59,7 +60,7 @@ def start_server(path: Path, port: int, log: Path) -> subprocess.Popen:
         if server.poll() is not None:
             raise AssertionError(f"serve exited {server.returncode}: {log.read_text()[-2000:]}")
         try:
-            urllib.request.urlopen(f"http://127.0.0.1:{port}/-/versions.json", timeout=2).read()
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/-/static/app.css", timeout=2).read()
             return server
         except OSError:
             time.sleep(0.3)
@@ -67,11 +68,15 @@ def start_server(path: Path, port: int, log: Path) -> subprocess.Popen:
     raise AssertionError("serve did not answer within 60 s")
 
 
+SERVERS: dict[str, subprocess.Popen] = {}  # base URL -> the `tpsdb serve` process (its memory is measured)
+
+
 @pytest.fixture(scope="module")
 def served(seeded):
     """(base URL, database name) of `tpsdb serve` running on the seeded file."""
     port = _free_port()
     server = start_server(seeded, port, seeded.parent / "serve.log")
+    SERVERS[f"http://127.0.0.1:{port}"] = server
     yield f"http://127.0.0.1:{port}", seeded.stem
     server.terminate()
     server.wait(timeout=20)
@@ -206,3 +211,62 @@ def test_serve_a_missing_file_is_one_error_line(tmp_path):
     result = run_cli("serve", db=tmp_path / "nope.sqlite", check=False)
     assert result.returncode == 2
     assert result.stderr.startswith("error: ") and "Traceback" not in result.stderr
+
+
+def _resident_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    raise AssertionError("no VmRSS")
+
+
+def test_d10_one_answer_is_bounded_in_size(served):
+    """Probe 2, D10: 2,000 rows of 199,990 characters: one GET of 123 characters returned 400 MB and grew the
+    server by 2.3 GB. The rows are counted as they come and the statement fails past 16 MB."""
+    base, name = served
+    pid = SERVERS[base].pid
+    before = _resident_mb(pid)
+    sql = ("with recursive r(n) as (select 1 union all select n+1 from r where n < 2000) "
+           "select printf('%.*c', 199990, 'x') from r")
+    started = time.monotonic()
+    status, body = get(f"{base}/{name}.json?" + urllib.parse.urlencode({"sql": sql, "_shape": "array"}))
+    assert status == 400 and len(body) < 10_000 and "answer too large" in body, (status, body[:300])
+    assert time.monotonic() - started < 3
+    assert _resident_mb(pid) - before < 200, (before, _resident_mb(pid))
+    status, page = get(f"{base}/{name}?" + urllib.parse.urlencode({"sql": sql}))  # the HTML page says it too
+    assert status == 400 and "answer too large" in page
+    # the whole of the largest view at the row cap still answers
+    status, data = get(f"{base}/{name}/rejection_full.json?_size=max&_shape=array")
+    assert status == 200 and len(json.loads(data)) > 1000
+
+
+SERVER_PAGES = ("/-/databases.json", "/-/databases", "/-/versions.json", "/-/threads.json", "/-/settings.json",
+                "/-/plugins.json", "/-/metadata.json", "/-/config.json", "/-/actor.json", "/-/permissions")
+
+
+@pytest.mark.parametrize("page", SERVER_PAGES)
+def test_l8_pages_about_the_server_are_not_found(served, page):
+    """Probe 2, L8: /-/databases.json gave the database's absolute path, /-/versions.json the versions."""
+    base, _ = served
+    status, body = get(base + page)
+    assert status == 404 and body == "not found\n"
+
+
+def test_l8_no_page_shows_the_database_path(served, seeded):
+    base, name = served
+    status, _ = get(base + "/-/static/app.css")
+    assert status == 200  # what the pages need from /-/ is still there
+    for page in ("/", "/.json", f"/{name}", f"/{name}.json", f"/{name}/measurement_full.json?_size=1",
+                 f"/{name}/what_each_source_gives", f"/{name}.json?sql=select+1", f"/{name}/nope"):
+        status, body = get(base + page)
+        assert status in (200, 404) and str(seeded.parent) not in body, page
+
+
+def test_serve_on_a_taken_port_is_exit_2_naming_the_port(seeded):
+    """First use 2, L3: it printed `serving …`, then uvicorn's error, and exited 3 (`busy: lock`)."""
+    with socket.create_server(("127.0.0.1", 0)) as taken:
+        port = taken.getsockname()[1]
+        result = run_cli("serve", "--port", str(port), db=seeded, check=False)
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr == (f"error: serve: port {port} on 127.0.0.1 is taken by another process; pass --port "
+                             "with a free one\n")

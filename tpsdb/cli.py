@@ -589,23 +589,29 @@ def serve(
     """Browse the database in Datasette, read-only: the views described column by column, facets, canned queries.
 
     A SQLite database is served as it is (each refresh shows up); a PostgreSQL one is first copied into a temporary
-    SQLite file. Stop with Ctrl-C.
+    SQLite file, removed when the server stops. Stop with Ctrl-C. A port already taken is exit code 2.
     """
-    from .serve import ServeError, serve as serve_sqlite, serve_snapshot
+    from .serve import ServeError, bind, serve as serve_sqlite, serve_snapshot
 
     engine = open_db(db_url)  # an error line for a missing file or a schema behind head
     url = engine.url.render_as_string(hide_password=False)
     path = db.sqlite_path(url)
+    try:
+        listening = bind(host, port)
+    except ServeError as error:
+        fail(str(error))
     typer.echo(f"serving {db.display_name(url)} read-only on http://{host}:{port}/ (Ctrl-C stops)",
                err=True)
     try:
         if path:
             engine.dispose()
-            serve_sqlite(Path(path), host, port)
+            serve_sqlite(Path(path), listening)
         else:
-            serve_snapshot(engine, host, port)
+            serve_snapshot(engine, listening)
     except ServeError as error:
         fail(str(error))
+    finally:
+        listening.close()
 
 
 cli_publish.register(app)

@@ -10,6 +10,9 @@ A PostgreSQL database is first copied into a SQLite snapshot (the seed tables), 
 from __future__ import annotations
 
 import copy
+import errno
+import signal
+import socket
 import tempfile
 from importlib import resources
 from pathlib import Path
@@ -44,7 +47,8 @@ def metadata_for(name: str) -> dict[str, Any]:
 
 
 def make_app(path: Path):
-    """The Datasette ASGI app on the SQLite file `path`, read-only, with tpsdb's bounds (tpsdb.datasette.limits)."""
+    """The Datasette ASGI app on the SQLite file `path`, read-only, with tpsdb's bounds (tpsdb.datasette.limits),
+    answering GET and HEAD only and hiding Datasette's pages about the server itself."""
     from datasette.app import Datasette
     from datasette.plugins import pm
 
@@ -56,7 +60,7 @@ def make_app(path: Path):
     if not path.is_file():
         raise ServeError(f"{path}: no such database file; create it with `tpsdb --db {path} init`")
     datasette = Datasette(files=[str(path)], metadata=metadata_for(path.stem), settings=SETTINGS)
-    return reading_only(datasette.app())
+    return reading_only(hiding_the_server(datasette.app()))
 
 
 def reading_only(app):
@@ -72,6 +76,25 @@ def reading_only(app):
     return guarded
 
 
+# Datasette's own pages under /-/ that a reader needs: its scripts and style sheets. The others describe the
+# server: /-/databases gives the database file's absolute path, /-/versions the Python, SQLite and Datasette
+# versions, /-/threads its threads, /-/settings, /-/plugins, /-/metadata… (review 2026-12-01, probe 2, L8).
+_SERVER_PAGES_SHOWN = ("/-/static/", "/-/static-plugins/")
+
+
+def hiding_the_server(app):
+    """The ASGI app answering 404 for Datasette's pages about the server (its path, versions, threads…)."""
+    async def hiding(scope, receive, send):
+        path = scope.get("path", "") if scope["type"] == "http" else ""
+        if path.startswith("/-/") and not path.startswith(_SERVER_PAGES_SHOWN):
+            await send({"type": "http.response.start", "status": 404,
+                        "headers": [(b"content-type", b"text/plain; charset=utf-8")]})
+            await send({"type": "http.response.body", "body": b"not found\n"})
+            return
+        await app(scope, receive, send)
+    return hiding
+
+
 def sqlite_snapshot(engine, folder: Path) -> Path:
     """A SQLite copy of a (PostgreSQL) database's curated tables, for serving: its seed loaded into a new file."""
     from . import db
@@ -85,13 +108,47 @@ def sqlite_snapshot(engine, folder: Path) -> Path:
     return path
 
 
-def serve(path: Path, host: str = "127.0.0.1", port: int = 8001) -> None:
-    """Serve until interrupted."""
+def bind(host: str, port: int) -> socket.socket:
+    """The listening socket, bound before anything else is done, so that a taken port is one clear error (not
+    uvicorn's log line after a snapshot was built) and no other process can take it meanwhile."""
+    try:
+        return socket.create_server((host, port), family=_family(host), backlog=2048)
+    except OSError as error:
+        if error.errno == errno.EADDRINUSE:
+            raise ServeError(f"serve: port {port} on {host} is taken by another process; pass --port with a free "
+                             "one") from error
+        raise ServeError(f"serve: cannot listen on {host} port {port}: {error.strerror or error}") from error
+
+
+def _family(host: str) -> socket.AddressFamily:
+    return socket.AF_INET6 if ":" in host else socket.AF_INET
+
+
+def serve(path: Path, listening: socket.socket) -> None:
+    """Serve on the bound socket until interrupted."""
     import uvicorn
 
-    uvicorn.run(make_app(path), host=host, port=port, log_level="warning")
+    server = uvicorn.Server(uvicorn.Config(make_app(path), log_level="warning"))
+    server.run(sockets=[listening])
 
 
-def serve_snapshot(engine, host: str, port: int) -> None:
-    with tempfile.TemporaryDirectory(prefix="tpsdb-serve-") as folder:
-        serve(sqlite_snapshot(engine, Path(folder)), host, port)
+class _Stopped(BaseException):
+    """SIGTERM arrived: unwinds the stack (so a temporary copy is removed), then the signal is raised again."""
+
+
+def serve_snapshot(engine, listening: socket.socket) -> None:
+    """Serve a SQLite copy of the database from a temporary folder, removed however the server stops: Ctrl-C, or
+    SIGTERM (`kill`, systemd's stop), after which uvicorn re-raises the signal, whose default action ends the
+    process without running any cleanup (review 2026-12-01, probe 2, L9)."""
+    def stopped(signum, _frame):
+        raise _Stopped(signum)
+
+    previous = signal.signal(signal.SIGTERM, stopped)
+    try:
+        with tempfile.TemporaryDirectory(prefix="tpsdb-serve-") as folder:
+            serve(sqlite_snapshot(engine, Path(folder)), listening)
+    except _Stopped as stop:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        signal.raise_signal(stop.args[0])  # ends as a SIGTERM'd process would, the folder already gone
+    finally:
+        signal.signal(signal.SIGTERM, previous)
