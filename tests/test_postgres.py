@@ -216,3 +216,37 @@ def test_d6_a_superuser_session_reads_as_pg_read_all_data(pg_url, tmp_path, monk
         assert result.exit_code == 2, (statement, result.stdout)
         assert "permission denied" in result.stderr or "must be" in result.stderr, result.stderr
     assert not ran.exists()
+
+
+def test_l9_a_postgres_serve_copy_is_removed_on_sigterm(pg_url, tmp_path):
+    """Probe 2, L9: uvicorn re-raises SIGTERM after its shutdown, whose default action ended the process before
+    the temporary folder was removed; `/tmp/tpsdb-serve-*/tpsdb.sqlite` (the data) stayed."""
+    import signal
+    import sys
+    import urllib.request
+
+    from conftest import ROOT, _free_port
+
+    run_cli("init", "--no-seed", "--db", pg_url)
+    port, temporary = _free_port(), tmp_path / "tmp"
+    temporary.mkdir()
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "TMPDIR": str(temporary)}
+    with open(tmp_path / "serve.log", "w") as log:
+        server = subprocess.Popen([sys.executable, "-m", "tpsdb", "--db", pg_url, "serve", "--port", str(port)],
+                                  cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            assert server.poll() is None and time.monotonic() < deadline, (tmp_path / "serve.log").read_text()
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{port}/tpsdb.json", timeout=2).read()
+                break
+            except OSError:
+                time.sleep(0.3)
+        assert [p.name[:12] for p in temporary.iterdir()] == ["tpsdb-serve-"]
+        server.send_signal(signal.SIGTERM)
+        assert server.wait(timeout=20) == -signal.SIGTERM  # still ends as a SIGTERM'd process
+    finally:
+        if server.poll() is None:
+            server.kill()
+    assert list(temporary.iterdir()) == []
