@@ -4,6 +4,7 @@ Skipped (with the reason) only where no PostgreSQL server binaries are installed
 database fixtures (`postgres`, `pg_url`) are in conftest.py: tests/test_hostile_records.py uses them too.
 """
 
+import json
 import os
 import subprocess
 import time
@@ -250,3 +251,15 @@ def test_l9_a_postgres_serve_copy_is_removed_on_sigterm(pg_url, tmp_path):
         if server.poll() is None:
             server.kill()
     assert list(temporary.iterdir()) == []
+
+
+def test_m3_json_columns_markdown_and_whole_cells_on_postgres(pg_url):
+    """First use 2, M3 (issue 20 item 5) on PostgreSQL: JSON columns as JSON values, Markdown, nothing cut."""
+    statement = ("select '[\"software.version: missing\"]'::text as reasons, '{\"a\": 1}'::json as j, "
+                 f"'{'x' * 100}' as long_text")
+    rows = json.loads(run_cli("query", statement, "--format", "json", "--db", pg_url).stdout)
+    assert rows == [{"reasons": ["software.version: missing"], "j": {"a": 1}, "long_text": "x" * 100}]
+    table = run_cli("query", statement, "--db", pg_url).stdout
+    assert "x" * 100 in table and "…" not in table
+    markdown = run_cli("query", "select 1 as n, 'a|b' as t", "--format", "md", "--db", pg_url).stdout
+    assert markdown == "| n | t |\n| ---: | --- |\n| 1 | a\\|b |\n"

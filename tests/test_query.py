@@ -314,3 +314,41 @@ def test_out_writes_the_file_whole_or_not_at_all(db, tmp_path):
     assert failed.exit_code == 2 and sorted(os.listdir(tmp_path)) == ["db", "rows.md"]
     missing = query("select 1", "--out", str(tmp_path / "no" / "such.csv"), "--db", str(db))
     assert missing.exit_code == 2 and "No such file or directory" in missing.stderr
+
+
+# D6 (probe 2): the PostgreSQL statement check, without a server (tests/test_postgres.py runs them on one).
+@pytest.mark.parametrize("statement, refused", [
+    ("/* /* */ select */ copy (select 1) to program 'touch x'", "COPY"),
+    ("/*/**/*/ commit", "COMMIT"), ("((/* a */ (set role postgres)))", "SET"),
+    ("select pg_read_file/**/('/etc/hostname')", "pg_read_file()"),
+    ('select "pg_read_file"(\'/x\')', "pg_read_file()"),
+    ("select pg_catalog . PG_READ_FILE ('/x')", "pg_read_file()"),
+    ('select U&"\\0070g_read_file"(\'/x\')', "pg_read_file()"),
+    ('select u&"\\+000070g_read_file"(\'/x\')', "pg_read_file()"),
+    ("select U&\"!0070g_read_file\" /* c */ UESCAPE '!' ('/x')", "pg_read_file()"),
+    ("select DbLink_Exec('', 'delete from measurement')", "dblink_exec()"),
+    ("select query_to_xml('select 1', true, true, '')", "query_to_xml()"),
+    ("select set_config('role', 'postgres', true)", "set_config()"),
+    ("select e'\\'', lo_import('/x')", "lo_import()"), ("select $a$ $b$ $a$, pg_ls_dir('.')", "pg_ls_dir()"),
+    ("select 'it''s', ts_stat('select 1')", "ts_stat()"),
+    ("select 1 /* open", "inside a /* comment */"), ("select $x$ open", "$x$-quoted"),
+    ("select 'open", "quoted string"), ('select "open', "quoted name"),
+])
+def test_d6_the_postgres_check_reads_text_as_postgresql_does(statement, refused):
+    from tpsdb.query import QueryError, check_postgres_statement
+
+    with pytest.raises(QueryError) as caught:
+        check_postgres_statement(statement)
+    message = str(caught.value)
+    assert message.startswith("query: refused: ") and refused in message, message
+
+
+def test_d6_reading_statements_pass_the_postgres_check():
+    from tpsdb.query import check_postgres_statement
+
+    for statement in ("select 'pg_read_file(' as x -- dblink(", "(select 1) union (select 2)",
+                      "with t as (select $1::int) table t", "select $tag$ copy $tag$ , e'\\\\' , U&'\\0041'",
+                      "explain select 1", "show search_path", "values (1)", "select a$b from t",
+                      "/* select */ select 1 /* nested /* comment */ set_config( */",
+                      'select "PG_READ_FILE"(1)'):  # quoted, the case is kept: a function PostgreSQL does not have
+        check_postgres_statement(statement)
