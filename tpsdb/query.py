@@ -231,6 +231,9 @@ def _sqlite_rows(path: str, sql: str, timeout: float, on_overrun: Callable[[], N
         watchdog.start()
 
         def failure(error: sqlite3.Error) -> QueryError:
+            if refused and refused[0].endswith("()"):
+                return QueryError(f"query: refused: {refused[0]} (it reaches past the data: a library's code, or "
+                                  "the process's memory)")
             if refused:
                 return QueryError(f"query: refused: {refused[0]} (query is read-only: no writes, ATTACH, VACUUM, "
                                   "transactions or settings)")
