@@ -316,6 +316,7 @@ def query(
     """Run one SQL statement read-only (anything but reading is refused; the database is not touched).
 
     Views: measurement_full (one row spells a figure out), rejection_full, measurement_history, source_conformance.
+    On PostgreSQL, a superuser's (or a server-file role's) session runs the statement as pg_read_all_data.
     """
     from .output import atomic_file
     from .query import FORMATS, timeout_message
@@ -582,8 +583,8 @@ def import_cmd(
 
 @app.command()
 def serve(
-    host: Annotated[str, typer.Option("--host", help="Address to listen on.")] = "127.0.0.1",
-    port: Annotated[int, typer.Option("--port", help="Port to listen on.")] = 8001,
+    host: Annotated[str, typer.Option("--host", metavar="ADDRESS", help="Address to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", metavar="PORT", help="Port to listen on.")] = 8001,
     db_url: DbOption = None,
 ) -> None:
     """Browse the database in Datasette, read-only: the views described column by column, facets, canned queries.
