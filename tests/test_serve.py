@@ -270,3 +270,17 @@ def test_serve_on_a_taken_port_is_exit_2_naming_the_port(seeded):
     assert result.returncode == 2 and result.stdout == ""
     assert result.stderr == (f"error: serve: port {port} on 127.0.0.1 is taken by another process; pass --port "
                              "with a free one\n")
+
+
+def test_l10_the_log_has_a_line_per_request_and_no_traceback_for_a_visitors_error(served, seeded):
+    """First use 2, L10: one stopped query wrote three Rich tracebacks with local variables (~800 lines), and no
+    request was logged."""
+    base, name = served
+    log = seeded.parent / "serve.log"
+    before = len(log.read_text().splitlines())
+    for page in (f"/{name}/no_such_table", "/no_such_database/x.json", f"/{name}/measurement_full?_size=1"):
+        get(base + page)
+    time.sleep(0.3)  # the access log is written after the answer
+    lines = log.read_text().splitlines()[before:]
+    assert len(lines) == 3 and all('"GET /' in line for line in lines), lines
+    assert "Traceback" not in "\n".join(lines)

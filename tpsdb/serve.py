@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import errno
+import logging
 import signal
 import socket
 import tempfile
@@ -59,8 +60,19 @@ def make_app(path: Path):
 
     if not path.is_file():
         raise ServeError(f"{path}: no such database file; create it with `tpsdb --db {path} init`")
+    _no_rich_tracebacks()
     datasette = Datasette(files=[str(path)], metadata=metadata_for(path.stem), settings=SETTINGS)
     return reading_only(hiding_the_server(datasette.app()))
+
+
+def _no_rich_tracebacks() -> None:
+    """Datasette 0.65 prints every error it answers, a visitor's 404 or a query stopped at its time limit
+    included, as a Rich traceback with the local variables (hundreds of lines each; review 2026-12-01, first use
+    2, L10). Its own handler reads the module's `rich`; without it, a 500 (a bug) still prints its plain
+    traceback, and a 4xx prints nothing."""
+    import datasette.handle_exception
+
+    datasette.handle_exception.rich = None
 
 
 def reading_only(app):
@@ -128,8 +140,12 @@ def serve(path: Path, listening: socket.socket) -> None:
     """Serve on the bound socket until interrupted."""
     import uvicorn
 
-    server = uvicorn.Server(uvicorn.Config(make_app(path), log_level="warning"))
-    server.run(sockets=[listening])
+    config = uvicorn.Config(make_app(path), log_level="warning")
+    logging.getLogger("uvicorn.access").setLevel(logging.INFO)  # one line per request, as a server log should
+    # asyncio logs "socket.send() raised exception." for every write after a client left (60 lines for one
+    # closed CSV download, first use 2, L10); the answer is lost either way
+    logging.getLogger("asyncio").setLevel(logging.ERROR)
+    uvicorn.Server(config).run(sockets=[listening])
 
 
 class _Stopped(BaseException):
