@@ -191,7 +191,13 @@ class _Watchdog(threading.Thread):
         super().__init__(name="tpsdb-query-watchdog", daemon=True)
         self.conn, self.timeout, self.on_overrun = conn, timeout, on_overrun
         self.done = threading.Event()
+        self.closing = threading.Lock()  # an interrupt never meets a connection being closed
         self.in_sqlite = False  # the reading thread is inside SQLite (not writing rows out, say)
+
+    def stop(self) -> None:
+        """The statement is over: call before closing the connection."""
+        with self.closing:
+            self.done.set()
 
     def call(self, function: Callable, *args):
         """function(*args), a call into SQLite that the hard stop may end."""
@@ -204,7 +210,10 @@ class _Watchdog(threading.Thread):
     def run(self) -> None:
         if self.done.wait(self.timeout):
             return
-        self.conn.interrupt()
+        with self.closing:
+            if self.done.is_set():
+                return
+            self.conn.interrupt()
         if not self.done.wait(overrun_grace(self.timeout)) and self.in_sqlite and self.on_overrun is not None:
             self.on_overrun()
 
@@ -257,7 +266,7 @@ def _sqlite_rows(path: str, sql: str, timeout: float, on_overrun: Callable[[], N
 
         yield [d[0] for d in cursor.description or []], rows()
     finally:
-        watchdog.done.set()
+        watchdog.stop()
         if cursor is not None:
             cursor.close()  # a statement left running would keep the connection (and its lock) open past close()
         conn.close()
