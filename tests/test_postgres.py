@@ -263,3 +263,27 @@ def test_m3_json_columns_markdown_and_whole_cells_on_postgres(pg_url):
     assert "x" * 100 in table and "…" not in table
     markdown = run_cli("query", "select 1 as n, 'a|b' as t", "--format", "md", "--db", pg_url).stdout
     assert markdown == "| n | t |\n| ---: | --- |\n| 1 | a\\|b |\n"
+
+
+def test_d6_which_role_a_query_runs_as(pg_url):
+    """A role that only reads runs as itself; one that may reach the server's files runs as pg_read_all_data if
+    it is a member, and is refused otherwise (PostgreSQL's trust login: no passwords here)."""
+    run_cli("init", "--no-seed", "--db", pg_url)
+    with _psql(pg_url) as conn:  # roles belong to the cluster, which the session shares: names of this test's own
+        for statement in ("create role d6_reader login", "grant pg_read_all_data to d6_reader",
+                          "create role d6_program login", "grant pg_execute_server_program to d6_program",
+                          "create role d6_both login",
+                          "grant pg_execute_server_program, pg_read_all_data to d6_both",
+                          "create role d6_under_superuser login", "grant postgres to d6_under_superuser"):
+            conn.execute(statement)
+    who = "select current_user as u, count(*) as n from measurement_full"
+
+    def as_role(role: str):
+        return run_cli("query", who, "--format", "csv", "--db", pg_url.replace("postgres@", f"{role}@"),
+                       check=False)
+
+    assert as_role("d6_reader").stdout.splitlines() == ["u,n", "d6_reader,0"]
+    assert as_role("d6_both").stdout.splitlines() == ["u,n", "pg_read_all_data,0"]
+    for role in ("d6_program", "d6_under_superuser"):
+        line = _one_error_line(as_role(role))
+        assert f"the role {role} is a superuser or may reach the server's files" in line, line

@@ -338,14 +338,14 @@ def _pg_columns(conn, sql: str) -> list[str]:
     return [described.fname(i).decode(encoding) for i in range(described.nfields)]
 
 
-# Who may reach past the database: a superuser, or a member of a role that reads or writes the server's files or
-# runs its programs (COPY … TO PROGRAM). PostgreSQL 11+ has these roles; pg_has_role is true of any role for a
-# superuser.
+# Who may reach past the database: a superuser, or a member of a superuser role or of a role that reads or writes
+# the server's files or runs its programs (COPY … TO PROGRAM; PostgreSQL 11+). pg_has_role is true of any role for
+# a superuser.
 _PG_PRIVILEGED = """
 select current_user,
        r.rolsuper or exists (select 1 from pg_roles d
-                             where d.rolname in ('pg_read_server_files', 'pg_write_server_files',
-                                                 'pg_execute_server_program')
+                             where (d.rolsuper or d.rolname in ('pg_read_server_files', 'pg_write_server_files',
+                                                                'pg_execute_server_program'))
                                and pg_has_role(current_user, d.oid, 'MEMBER')),
        exists (select 1 from pg_roles d where d.rolname = 'pg_read_all_data'
                                           and pg_has_role(current_user, d.oid, 'MEMBER'))
