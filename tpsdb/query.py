@@ -520,10 +520,11 @@ def _markdown(columns: list[str], rows: Iterator[tuple], out: IO[str]) -> int:
     return count
 
 
-def render(columns: list[str], rows: list[tuple], fmt: str) -> str:
-    """The rows as one text (small results: `tpsdb sources` uses it)."""
+def render(columns: list[str], rows: list[tuple], fmt: str, max_width: int = 60) -> str:
+    """The rows as one text (small results: `tpsdb sources` uses it, its table's cells cut at 60 characters as
+    they always were; `query` cuts nothing unless asked)."""
     import io
 
     out = io.StringIO()
-    write(columns, rows, fmt, out)
+    write(columns, rows, fmt, out, max_width)
     return out.getvalue().rstrip("\n")
