@@ -176,8 +176,8 @@ def _remove_side_files(path: str, existed: set[str]) -> None:
 
 def overrun_grace(timeout: float) -> float:
     """How long past its timeout an interrupted SQLite statement may take to stop before the hard stop: as long
-    again as the timeout, at least 0.5 s, at most 2 s."""
-    return min(2.0, max(0.5, timeout))
+    again as the timeout, at least 1 s (a busy machine's slow step is not a hung one), at most 2 s."""
+    return min(2.0, max(1.0, timeout))
 
 
 class _Watchdog(threading.Thread):
