@@ -184,13 +184,13 @@ def test_other_4xx_fails_at_once(fixture_server):
     assert raised.value.attempts == 1 and session.requests_made == 1
 
 
-def test_connection_refused_gives_fetch_error():
+def test_connection_refused_fails_at_once_naming_host_and_port():
     with socket.socket() as probe:  # a port that nothing listens on
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    with pytest.raises(FetchError, match="ConnectionError") as raised:
-        fast_session(max_attempts=2).get(f"http://127.0.0.1:{port}/")
-    assert raised.value.attempts == 2
+    with pytest.raises(FetchError, match=f"connection refused by 127.0.0.1:{port}") as raised:
+        fast_session(max_attempts=4).get(f"http://127.0.0.1:{port}/")
+    assert raised.value.attempts == 1  # nothing listens: trying again will not change that
 
 
 def test_on_request_sees_every_attempt(fixture_server):

@@ -20,7 +20,7 @@ from lxml import etree
 
 from tpsdb.collect.completeness import Completeness, Count
 from tpsdb.collect.extract import body_html_of, drop_element, parse_body, parse_page
-from tpsdb.collect.http import Cached, Fetched, FetchError, PoliteSession
+from tpsdb.collect.http import Cached, Fetched, FetchError, PoliteSession, check_same_origin
 
 __all__ = [
     "Cached", "PageFormatError", "Post", "canonical_url", "discussion_url", "fetch_discussion_graphql",
@@ -80,15 +80,19 @@ def fetch_discussion_html(
 ) -> list[Fetched]:
     """GET the discussion page, then every "Load more" page, each conditionally when a snapshot exists.
 
-    On 304 the chain goes on from the cached body (only its next-page link is read).
+    On 304 the chain goes on from the cached body (only its next-page link is read). A "Load more" link to another
+    host than base_url's fails the read: its answer would be stored as this thread's page.
     """
     pages: list[Fetched] = []
     url: str | None = discussion_url(base_url, owner, repo, number)
     seen: set[str] = set()
     while url:
-        if url in seen or len(pages) >= MAX_PAGES:
+        if url in seen:
             raise FetchError(url, "pagination loops back to a page already read", 0)
+        if len(pages) >= MAX_PAGES:
+            raise FetchError(url, f"pagination does not end: more than {MAX_PAGES} pages", 0)
         seen.add(url)
+        check_same_origin(url, base_url, 'the "Load more" page')
         cached = previous(url)
         fetched = session.get(url, etag=cached and cached.etag, last_modified=cached and cached.last_modified)
         on_response(fetched)
