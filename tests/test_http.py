@@ -11,7 +11,7 @@ from datetime import UTC
 import pytest
 import requests
 
-from fixture_server import Fault, FixtureServer, fixture_server  # noqa: F401  (pytest fixture)
+from fixture_server import Fault, FixtureServer, HostileServer, fixture_server  # noqa: F401  (pytest fixture)
 from tpsdb.collect.http import FetchError, PoliteSession, redact
 
 PAGE = "/ggml-org/llama.cpp/discussions/4167"
@@ -242,3 +242,57 @@ def test_d5_redaction_catches_raw_and_escaped_renderings():
     text = redact(" | ".join(renderings), [secret])
     assert TOKEN not in text and "[redacted]" in text
     assert redact("nothing secret here", [secret]) == "nothing secret here"
+
+
+# --- D2: each answer bounded in total time; D3: in decoded size; issue 20: a host that cannot answer fails at once
+
+@pytest.mark.parametrize("mode", ["trickle", "trickle_headers", "hang"])
+def test_d2_an_answer_that_never_completes_ends_at_its_total_time_bound(mode):
+    # A byte every 50 ms never trips the 2 s read timeout: only the answer's own deadline ends it.
+    with HostileServer(mode) as server:
+        start = time.monotonic()
+        with pytest.raises(FetchError, match=r"not complete after 0.4 s \(TPSDB_HTTP_MAX_ANSWER_S") as raised:
+            fast_session(max_answer_s=0.4, max_attempts=1).get(server.base_url + "/x")
+        assert time.monotonic() - start < 1.5
+        assert raised.value.attempts == 1
+
+
+def test_d2_retries_of_a_trickle_stay_within_the_request_budget():
+    with HostileServer("trickle") as server:
+        start = time.monotonic()
+        with pytest.raises(FetchError, match="not complete"):
+            fast_session(max_answer_s=0.3, max_total_s=1.0, max_attempts=10).get(server.base_url + "/x")
+        assert time.monotonic() - start < 2.0
+        assert 2 <= len(server.requests) <= 4
+
+
+@pytest.mark.parametrize("mode", ["flood", "huge_length", "gzip_bomb"])
+def test_d3_an_answer_past_the_cap_fails_at_once_and_is_not_retried(mode):
+    with HostileServer(mode) as server:
+        start = time.monotonic()
+        with pytest.raises(FetchError, match="answer too large") as raised:
+            fast_session(max_body_bytes=2**20, max_attempts=3).get(server.base_url + "/x")
+        assert time.monotonic() - start < 2 and raised.value.attempts == 1
+        if mode == "gzip_bomb":  # counted after decoding: 16 MB of blanks arrive as a few KB
+            assert len(server.gzip_bomb()) < 2**20 and "once decoded" in str(raised.value)
+
+
+def test_d3_a_kind_may_state_its_own_cap(fixture_server):
+    session = fast_session()
+    url = fixture_server.base_url + PAGE
+    assert session.get(url).body == fixture_server.body(PAGE)
+    with pytest.raises(FetchError, match="answer too large"):
+        session.get(url, max_bytes=100)
+
+
+def test_issue20_a_host_that_does_not_resolve_fails_at_once_naming_it():
+    try:
+        socket.getaddrinfo("tpsdb-no-such-host.invalid", 80)
+        pytest.skip("this resolver answers for .invalid names")
+    except OSError:
+        pass
+    start = time.monotonic()
+    with pytest.raises(FetchError, match="cannot resolve the host tpsdb-no-such-host.invalid") as raised:
+        fast_session(max_attempts=5, backoff_s=1).get("http://tpsdb-no-such-host.invalid/x")
+    assert raised.value.attempts == 1 and time.monotonic() - start < 5
+    assert "urllib3" not in str(raised.value) and "Max retries" not in str(raised.value)
