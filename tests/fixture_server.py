@@ -175,6 +175,12 @@ class FixtureServer:
             for key in [k for k in self._routes if k[1] == f"{path}/comments" and k[3] and int(k[3]) > len(chunks)]:
                 del self._routes[key]
 
+    def answer(self, path: str, body: bytes, headers: dict[str, str] | None = None, *, page: int | None = None,
+               content_type: str = "application/json; charset=utf-8") -> None:
+        """Answer GET `path` (with `?page=N` when page > 1) with these bytes and headers ("{base}" in a header
+        stands for the server's base URL): a hand-made REST answer, such as a Link header of one's own."""
+        self._set(("GET", path, None, str(page) if page and page > 1 else None), body, content_type, headers or {})
+
     def requests_to(self, path_prefix: str) -> list[Recorded]:
         return [r for r in self.requests if r.path.startswith(path_prefix)]
 
