@@ -410,6 +410,8 @@ class HostileServer:
     def __enter__(self) -> HostileServer:
         if self.mode == "foreign_link":
             self.foreign = HostileServer("status_500", host="127.0.0.2").__enter__()
+        if self.mode == "gzip_bomb":
+            self.gzip_bomb()  # made now, not while the client's deadline runs
         self._httpd = ThreadingHTTPServer((self.host, 0), _HostileHandler)
         self._httpd.daemon_threads = True
         self._httpd.hostile = self

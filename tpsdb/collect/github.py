@@ -371,9 +371,14 @@ def fetch_discussion_graphql(
         on_response(fetched)
         pages.append(fetched)
         try:
-            return json.loads(fetched.body)
+            answer = json.loads(fetched.body)
         except ValueError as exc:
             raise FetchError(api_url, f"bad GraphQL answer for {where}: {exc}", 1, method="POST") from None
+        except RecursionError:
+            raise FetchError(api_url, f"bad GraphQL answer for {where}: nested too deeply", 1, method="POST") from None
+        if not isinstance(answer, dict):
+            raise FetchError(api_url, f"bad GraphQL answer for {where}: not a JSON object", 1, method="POST")
+        return answer
 
     after: str | None = None
     while True:
@@ -388,7 +393,7 @@ def fetch_discussion_graphql(
             if not comments["pageInfo"]["hasNextPage"]:
                 return pages
             after = comments["pageInfo"]["endCursor"]
-        except (ValueError, KeyError, TypeError) as exc:  # ValueError: a PageFormatError (errors, no discussion)
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:  # ValueError: a PageFormatError
             raise FetchError(api_url, f"bad GraphQL answer for {where}: {exc}", 1, method="POST") from None
 
 
@@ -439,19 +444,27 @@ def read_graphql_thread(pages: list[bytes], owner: str, repo: str,
             posts.setdefault(post.external_id, (index, post))
 
     for index, page in enumerate(pages):
-        answer = json.loads(page)
-        if "node" in (answer.get("data") or {}):  # the rest of one comment's replies
-            node = _replies_node(answer, where)
-            add_replies(index, str(node["databaseId"]), node["replies"])
-            continue
-        discussion = _discussion(answer, owner, repo, number)
-        if index == 0:
-            posts["op"] = (index, _post_from_node(discussion, owner, repo, number, "opening", None))
-            comments_stated = discussion["comments"].get("totalCount")
-        for comment in discussion["comments"]["nodes"]:
-            post = _post_from_node(comment, owner, repo, number, "comment", None)
-            posts.setdefault(post.external_id, (index, post))
-            add_replies(index, post.external_id, comment.get("replies") or {})
+        try:
+            answer = json.loads(page)
+            if "node" in (answer.get("data") or {}):  # the rest of one comment's replies
+                node = _replies_node(answer, where)
+                add_replies(index, str(node["databaseId"]), node["replies"])
+                continue
+            discussion = _discussion(answer, owner, repo, number)
+            if index == 0:
+                posts["op"] = (index, _post_from_node(discussion, owner, repo, number, "opening", None))
+                comments_stated = discussion["comments"].get("totalCount")
+            for comment in discussion["comments"]["nodes"]:
+                post = _post_from_node(comment, owner, repo, number, "comment", None)
+                posts.setdefault(post.external_id, (index, post))
+                add_replies(index, post.external_id, comment.get("replies") or {})
+        except (ValueError, RecursionError, KeyError, TypeError, AttributeError) as exc:
+            if isinstance(exc, PageFormatError):
+                raise
+            # A field missing or of another type than GitHub gives: name the answer and the field, not a traceback.
+            problem = f"no field {exc}" if isinstance(exc, KeyError) else str(exc) or type(exc).__name__
+            raise PageFormatError(f"{where}: GraphQL answer {index + 1} is not what GitHub gives ({problem})") \
+                from None
     comments = sum(post.kind == "comment" for _, post in posts.values())
     counts = [Count("comments", comments, comments_stated,
                     "the GraphQL answers hold a different number of comment nodes than comments.totalCount")]
