@@ -11,6 +11,7 @@ from datetime import UTC
 import pytest
 import requests
 
+from conftest import run_cli
 from fixture_server import Fault, FixtureServer, HostileServer, fixture_server  # noqa: F401  (pytest fixture)
 from tpsdb.collect.http import FetchError, PoliteSession, redact
 
@@ -296,3 +297,21 @@ def test_issue20_a_host_that_does_not_resolve_fails_at_once_naming_it():
         fast_session(max_attempts=5, backoff_s=1).get("http://tpsdb-no-such-host.invalid/x")
     assert raised.value.attempts == 1 and time.monotonic() - start < 5
     assert "urllib3" not in str(raised.value) and "Max retries" not in str(raised.value)
+
+
+def test_issue20_offline_refresh_fails_in_seconds_with_one_error_line_naming_the_host(tmp_path):
+    try:
+        socket.getaddrinfo("tpsdb-no-such-host.invalid", 443)
+        pytest.skip("this resolver answers for .invalid names")
+    except OSError:
+        pass
+    db = tmp_path / "offline.sqlite"
+    run_cli("init", "--no-seed", db=db)
+    start = time.monotonic()
+    result = run_cli("refresh", "llamacpp-4167", db=db, check=False,
+                     env={"TPSDB_GITHUB_URL": "https://tpsdb-no-such-host.invalid", "TPSDB_GITHUB_TOKEN": "",
+                          "GITHUB_TOKEN": "", "TPSDB_HTTP_PAUSE_S": "0"})  # the default attempts and backoff
+    assert time.monotonic() - start < 5 and result.returncode == 1
+    errors = [line.strip() for line in result.stdout.splitlines() if line.strip().startswith("error:")]
+    assert errors == ["error: GET https://tpsdb-no-such-host.invalid/ggml-org/llama.cpp/discussions/4167: cannot "
+                      "resolve the host tpsdb-no-such-host.invalid (no network, or no DNS?) (after 1 attempt)"]
