@@ -396,6 +396,7 @@ class HostileServer:
                            discussion page whose "Load more" form points at the foreign host), the foreign host being
                            a second server on 127.0.0.2 that records who calls it
         "status_500", "status_429"   that status (429 with Retry-After: 1), every time
+        "redirect_flood"   302 to /landed with a body without end; /landed answers 200 `landed`
 
     `requests` records (method, path, whether an Authorization header came); `foreign.requests` the same for the
     foreign host."""
@@ -512,6 +513,14 @@ class _HostileHandler(BaseHTTPRequestHandler):
             self.wfile.write(body)
         elif mode == "foreign_link":
             self._foreign_link(server)
+        elif mode == "redirect_flood":
+            if self.path == "/landed":
+                self._head(200, {"Content-Length": "6"})
+                self.wfile.write(b"landed")
+                return
+            self._head(302, {"Location": "/landed", "Transfer-Encoding": "chunked"})
+            while not stop.is_set():
+                self.wfile.write(b"10000\r\n" + b" " * 65536 + b"\r\n")
         else:
             raise ValueError(f"unknown mode {mode!r}")
 

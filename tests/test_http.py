@@ -278,6 +278,14 @@ def test_d3_an_answer_past_the_cap_fails_at_once_and_is_not_retried(mode):
             assert len(server.gzip_bomb()) < 2**20 and "once decoded" in str(raised.value)
 
 
+def test_d3_a_redirects_body_is_never_read(monkeypatch):
+    # requests reads a 3xx body whole before it follows the redirect: an endless one held the request (and memory).
+    with HostileServer("redirect_flood") as server:
+        start = time.monotonic()
+        fetched = fast_session(max_answer_s=2, max_body_bytes=2**20).get(server.base_url + "/x")
+        assert fetched.body == b"landed" and time.monotonic() - start < 1
+
+
 def test_d3_a_kind_may_state_its_own_cap(fixture_server):
     session = fast_session()
     url = fixture_server.base_url + PAGE

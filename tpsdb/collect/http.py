@@ -414,6 +414,16 @@ class _WatchedAdapter(HTTPAdapter):
         super().init_poolmanager(*args, **kwargs)
         self.poolmanager.pool_classes_by_scheme = _WATCHED_POOLS
 
+    def send(self, request, stream=False, timeout=None, verify=True, cert=None, proxies=None):
+        response = super().send(request, stream=stream, timeout=timeout, verify=verify, cert=cert, proxies=proxies)
+        if response.is_redirect:
+            # requests reads a redirect's body whole (decoded) before it follows it, to free the connection: a
+            # 302 with a flood or a gzip bomb for a body would escape the size cap. Nothing uses that body: the
+            # connection is closed instead, and the body counts as read and empty.
+            response.raw.close()
+            response._content, response._content_consumed = b"", True
+        return response
+
     def proxy_manager_for(self, proxy, **proxy_kwargs):
         manager = super().proxy_manager_for(proxy, **proxy_kwargs)
         manager.pool_classes_by_scheme = _WATCHED_POOLS
