@@ -92,7 +92,9 @@ class FetchError(Exception):
 
     def __init__(self, url: str, cause: str, attempts: int, status: int | None = None, method: str = "GET"):
         self.url, self.cause, self.attempts, self.status = url, cause, attempts, status
-        super().__init__(f"{method} {url}: {cause} (after {attempts} attempt{'s' if attempts != 1 else ''})")
+        # attempts 0: refused before anything was sent (a link to another host, a budget already spent)
+        tried = f" (after {attempts} attempt{'s' if attempts != 1 else ''})" if attempts else " (not sent)"
+        super().__init__(f"{method} {url}: {cause}{tried}")
 
 
 def origin(url: str) -> tuple[str, str, int | None]:
