@@ -13,7 +13,7 @@ import requests
 
 from conftest import run_cli
 from fixture_server import Fault, FixtureServer, HostileServer, fixture_server  # noqa: F401  (pytest fixture)
-from tpsdb.collect.http import FetchError, PoliteSession, redact
+from tpsdb.collect.http import FetchError, PoliteSession, check_same_origin, redact
 
 PAGE = "/ggml-org/llama.cpp/discussions/4167"
 TOKEN = "ghp_s3cretT0kenThatMustNeverLeak"
@@ -323,3 +323,21 @@ def test_issue20_offline_refresh_fails_in_seconds_with_one_error_line_naming_the
     errors = [line.strip() for line in result.stdout.splitlines() if line.strip().startswith("error:")]
     assert errors == ["error: GET https://tpsdb-no-such-host.invalid/ggml-org/llama.cpp/discussions/4167: cannot "
                       "resolve the host tpsdb-no-such-host.invalid (no network, or no DNS?) (after 1 attempt)"]
+
+
+@pytest.mark.parametrize(("url", "same"), [
+    ("https://api.github.com/repos/o/r/issues/1/comments?page=2", True),
+    ("https://API.github.com:443/x", True),  # the default port, named or not; host names in any case
+    ("http://api.github.com/x", False),  # another scheme: the token would travel in clear
+    ("https://api.github.com:8443/x", False),
+    ("https://api.github.com.evil.example/x", False),
+    ("https://evil.example/api.github.com/x", False),
+    ("//evil.example/x", False),
+])
+def test_d1_credentials_origin_is_scheme_host_and_port(url, same):
+    if same:
+        check_same_origin(url, "https://api.github.com", "the next page")
+    else:
+        with pytest.raises(FetchError, match="the next page is on another host") as raised:
+            check_same_origin(url, "https://api.github.com", "the next page")
+        assert raised.value.attempts == 0 and "(not sent)" in str(raised.value)
