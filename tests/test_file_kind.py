@@ -93,3 +93,12 @@ def test_d4_an_answer_that_cannot_show_it_is_the_whole_file_fails_and_retires_no
     assert summary["status"] == "failed" and says in summary["error"], summary
     assert active(db) == figures
     assert dump(db) == before
+
+
+def test_d3_a_kind_states_its_own_answer_cap(served, monkeypatch):
+    db, server, refresh = served
+    from tpsdb.kinds.file import BenchmarkFile
+
+    monkeypatch.setattr(BenchmarkFile, "max_answer_bytes", 100)  # the file is ~1.9 KB
+    summary = refresh(check=False)
+    assert summary["status"] == "failed" and "answer too large" in summary["error"] and "100 bytes" in summary["error"]
