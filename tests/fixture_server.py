@@ -49,6 +49,8 @@ class Fault:
            "reset"       close the connection with a TCP reset, before any response
            "truncate"    send the headers with the full Content-Length, then half the body, then close
            "cut"         the same with chunked transfer encoding (no Content-Length)
+           "short_length"  announce a Content-Length of two thirds of the body, then send the whole body (the
+                         client reads the part it was told of)
            "slow"        wait `seconds`, then answer normally
     """
 
@@ -173,6 +175,12 @@ class FixtureServer:
             for key in [k for k in self._routes if k[1] == f"{path}/comments" and k[3] and int(k[3]) > len(chunks)]:
                 del self._routes[key]
 
+    def answer(self, path: str, body: bytes, headers: dict[str, str] | None = None, *, page: int | None = None,
+               content_type: str = "application/json; charset=utf-8") -> None:
+        """Answer GET `path` (with `?page=N` when page > 1) with these bytes and headers ("{base}" in a header
+        stands for the server's base URL): a hand-made REST answer, such as a Link header of one's own."""
+        self._set(("GET", path, None, str(page) if page and page > 1 else None), body, content_type, headers or {})
+
     def requests_to(self, path_prefix: str) -> list[Recorded]:
         return [r for r in self.requests if r.path.startswith(path_prefix)]
 
@@ -275,6 +283,14 @@ class _Handler(BaseHTTPRequestHandler):
             return self._send(304, b"", extra)
         if fault and fault.kind in ("truncate", "cut"):
             return self._send_cut(route, chunked=fault.kind == "cut")
+        if fault and fault.kind == "short_length":
+            self.send_response(200)
+            self.send_header("Content-Type", route.content_type)
+            self.send_header("Content-Length", str(len(route.body) * 2 // 3))
+            self.end_headers()
+            self.wfile.write(route.body)
+            self.close_connection = True
+            return
         self._send(200, route.body, {"Content-Type": route.content_type, **extra})
 
     def _resolve(self, path: str, query: dict, body: bytes) -> tuple[int, _Route | None, dict]:
@@ -362,3 +378,172 @@ def _ratelimit_headers(reset_in_s: float) -> dict[str, str]:
 def fixture_server():
     with FixtureServer() as server:
         yield server
+
+
+# --- a hostile server ----------------------------------------------------------------------------------------
+
+class HostileServer:
+    """A server on 127.0.0.1 that answers every request (any path, GET or POST) with one misbehaviour, for the tests
+    that every fetch path is bounded in time and size and keeps to its host:
+
+        "hang"             read the request, never answer
+        "trickle"          200, chunked, one byte every 50 ms, for ever
+        "trickle_headers"  the status line, then the headers one byte every 50 ms, for ever
+        "flood"            200, chunked, 64 KiB pieces without end
+        "huge_length"      200 announcing a Content-Length of 10 GB, then bytes without end
+        "gzip_bomb"        200, Content-Encoding: gzip, `bomb_mb` MB of blanks in a few KB
+        "foreign_link"     a plausible answer (an issue, a page of comments with `Link: <foreign>; rel="next"`, a
+                           discussion page whose "Load more" form points at the foreign host), the foreign host being
+                           a second server on 127.0.0.2 that records who calls it
+        "status_500", "status_429"   that status (429 with Retry-After: 1), every time
+        "redirect_flood"   302 to /landed with a body without end; /landed answers 200 `landed`
+
+    `requests` records (method, path, whether an Authorization header came); `foreign.requests` the same for the
+    foreign host."""
+
+    def __init__(self, mode: str, *, bomb_mb: int = 16, host: str = "127.0.0.1"):
+        self.mode, self.bomb_mb, self.host = mode, bomb_mb, host
+        self.requests: list[tuple[str, str, bool]] = []
+        self.stopping = threading.Event()
+        self.foreign: HostileServer | None = None
+        self._httpd: ThreadingHTTPServer | None = None
+
+    def __enter__(self) -> HostileServer:
+        if self.mode == "foreign_link":
+            self.foreign = HostileServer("status_500", host="127.0.0.2").__enter__()
+        if self.mode == "gzip_bomb":
+            self.gzip_bomb()  # made now, not while the client's deadline runs
+        self._httpd = ThreadingHTTPServer((self.host, 0), _HostileHandler)
+        self._httpd.daemon_threads = True
+        self._httpd.hostile = self
+        threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stopping.set()
+        if self._httpd:
+            self._httpd.shutdown()
+            self._httpd.server_close()
+        if self.foreign:
+            self.foreign.__exit__()
+
+    @property
+    def base_url(self) -> str:
+        host, port = self._httpd.server_address[:2]
+        return f"http://{host}:{port}"
+
+    def gzip_bomb(self) -> bytes:
+        return _gzip_bomb(self.bomb_mb)
+
+
+_BOMBS: dict[int, bytes] = {}
+
+
+def _gzip_bomb(megabytes: int) -> bytes:
+    if megabytes not in _BOMBS:
+        import zlib
+
+        packer = zlib.compressobj(9, zlib.DEFLATED, 31)  # 31: the gzip container
+        block = b" " * 2**20
+        _BOMBS[megabytes] = b"".join(packer.compress(block) for _ in range(megabytes)) + packer.flush()
+    return _BOMBS[megabytes]
+
+
+class _HostileHandler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args) -> None:
+        pass
+
+    def handle(self) -> None:
+        try:
+            super().handle()
+        except (OSError, ValueError):  # the client cut the connection: what every bounded client does here
+            pass
+
+    def finish(self) -> None:
+        try:
+            super().finish()
+        except (OSError, ValueError):
+            pass
+
+    def do_GET(self) -> None:
+        self._serve()
+
+    def do_POST(self) -> None:
+        self._serve()
+
+    def _serve(self) -> None:
+        server: HostileServer = self.server.hostile
+        length = int(self.headers.get("Content-Length") or 0)
+        if length:
+            self.rfile.read(length)
+        server.requests.append((self.command, self.path, "Authorization" in self.headers))
+        self.close_connection = True
+        mode, stop = server.mode, server.stopping
+        if mode == "hang":
+            stop.wait(30)
+        elif mode == "trickle_headers":
+            self.wfile.write(b"HTTP/1.1 200 OK\r\n")
+            while not stop.is_set():
+                self.wfile.write(b"X")
+                self.wfile.flush()
+                stop.wait(0.05)
+        elif mode in ("trickle", "flood"):
+            self._head(200, {"Transfer-Encoding": "chunked", "Content-Type": "application/json"})
+            piece = b" " if mode == "trickle" else b" " * 65536
+            while not stop.is_set():
+                self.wfile.write(f"{len(piece):x}\r\n".encode() + piece + b"\r\n")
+                self.wfile.flush()
+                if mode == "trickle":
+                    stop.wait(0.05)
+        elif mode == "huge_length":
+            self._head(200, {"Content-Length": str(10**10), "Content-Type": "application/json"})
+            while not stop.is_set():
+                self.wfile.write(b" " * 65536)
+        elif mode == "gzip_bomb":
+            bomb = server.gzip_bomb()
+            self._head(200, {"Content-Encoding": "gzip", "Content-Length": str(len(bomb)),
+                             "Content-Type": "application/json"})
+            self.wfile.write(bomb)
+        elif mode.startswith("status_"):
+            status = int(mode.removeprefix("status_"))
+            body = b'{"message":"hostile"}'
+            self._head(status, {"Content-Length": str(len(body)), "Retry-After": "1"})
+            self.wfile.write(body)
+        elif mode == "foreign_link":
+            self._foreign_link(server)
+        elif mode == "redirect_flood":
+            if self.path == "/landed":
+                self._head(200, {"Content-Length": "6"})
+                self.wfile.write(b"landed")
+                return
+            self._head(302, {"Location": "/landed", "Transfer-Encoding": "chunked"})
+            while not stop.is_set():
+                self.wfile.write(b"10000\r\n" + b" " * 65536 + b"\r\n")
+        else:
+            raise ValueError(f"unknown mode {mode!r}")
+
+    def _foreign_link(self, server: HostileServer) -> None:
+        foreign = server.foreign.base_url
+        path = urlsplit(self.path).path
+        headers = {"Content-Type": "application/json"}
+        if path.rstrip("/").split("/")[-2:-1] == ["issues"]:  # …/issues/N: the issue, one comment announced
+            number = int(path.rstrip("/").rsplit("/", 1)[1])
+            body = json.dumps({"number": number, "comments": 1, "body": "", "created_at": "2025-01-01T00:00:00Z",
+                               "html_url": f"https://github.com{path}"}).encode()
+        elif "/discussions/" in path:  # a discussion page whose "Load more" goes to the foreign host
+            headers["Content-Type"] = "text/html; charset=utf-8"
+            body = (f'<html><body><form action="{foreign}{path}/pages?after=x"><button>Load more</button></form>'
+                    "</body></html>").encode()
+        else:  # a page of comments (or any other answer) that says the next page is on the foreign host
+            headers["Link"] = f'<{foreign}/next?page=2>; rel="next"'
+            body = b"[]"
+        self._head(200, {**headers, "Content-Length": str(len(body))})
+        self.wfile.write(body)
+
+    def _head(self, status: int, headers: dict[str, str]) -> None:
+        self.send_response(status)
+        for name, value in headers.items():
+            self.send_header(name, value)
+        self.end_headers()

@@ -61,3 +61,44 @@ def test_a_changed_file_supersedes_and_a_fault_changes_nothing(served):
     assert dump(db) == before
     assert refresh()["status"] == "ok"
     assert active(db) == expected(b"".join(lines[:1]))
+
+
+# D4: a file's read that cannot show it is whole fails and retires nothing (it used to retire every figure, exit 0).
+CUT = FILE.read_bytes()[: len(FILE.read_bytes()) * 2 // 3]  # mid-line (the half ends at a line's end: a whole file)
+
+
+@pytest.mark.parametrize(("answer", "fault", "says"), [
+    (b"<html><h1>503 Service Unavailable</h1></html>", None, "an HTML page"),
+    (b"<!DOCTYPE html>\n<html><body>Unicorn!</body></html>\n", None, "an HTML page"),
+    (b"", None, "the answer is empty"),
+    (b"  \n", None, "the answer is empty"),
+    (CUT, None, "ends mid-line"),
+    (b'{"message": "Not Found"}\n', None, "no benchmark result"),
+    (b"Service Unavailable\n", None, "no benchmark result"),
+    (None, Fault("short_length"), "ends mid-line"),  # Content-Length shorter than what the server sends
+    (None, Fault("status", 206), "HTTP 206 is not the whole file"),
+], ids=["html-error-page", "doctype-page", "empty", "blank", "cut-download", "json-error", "text-error",
+        "short-content-length", "206-partial"])
+def test_d4_an_answer_that_cannot_show_it_is_the_whole_file_fails_and_retires_nothing(served, answer, fault, says):
+    db, server, refresh = served
+    assert refresh()["status"] == "ok"
+    before, figures = dump(db), active(db)
+    assert figures
+    if answer is not None:
+        server.override(PATH, answer)
+    if fault is not None:
+        server.override(PATH, FILE.read_bytes() + b"\n")  # a new version, so that the fault's answer is read
+        server.inject(PATH, [fault] * 3)
+    summary = refresh(check=False)
+    assert summary["status"] == "failed" and says in summary["error"], summary
+    assert active(db) == figures
+    assert dump(db) == before
+
+
+def test_d3_a_kind_states_its_own_answer_cap(served, monkeypatch):
+    db, server, refresh = served
+    from tpsdb.kinds.file import BenchmarkFile
+
+    monkeypatch.setattr(BenchmarkFile, "max_answer_bytes", 100)  # the file is ~1.9 KB
+    summary = refresh(check=False)
+    assert summary["status"] == "failed" and "answer too large" in summary["error"] and "100 bytes" in summary["error"]

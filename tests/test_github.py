@@ -315,3 +315,38 @@ def test_a_page_without_a_count_header_states_nothing():
     _, read = read_html_thread([f"<html><body>{synthetic_post('discussion-9', 'op', 'x')}</body></html>".encode()],
                                OWNER, REPO, 9)
     assert read.unstated == ["comments", "replies"] and read.problem() is None and not read.verified
+
+
+# --- probe 2: L2 (malformed answers give a message, not a bare exception); D1 (a "Load more" to another host) ----
+@pytest.mark.parametrize("answer", [b"[]", b"5", b"[" * 200_000], ids=["list", "number", "nested"])
+def test_l2_a_graphql_answer_that_is_no_object_is_a_fetch_error(session, answer):
+    with FixtureServer(token=TOKEN) as own:
+        own.override_graphql(4167, answer)
+        with pytest.raises(FetchError, match="bad GraphQL answer for ggml-org/llama.cpp#4167"):
+            fetch_discussion_graphql(session, own.api_url, TOKEN, OWNER, REPO, 4167, on_response=lambda f: None)
+
+
+@pytest.mark.parametrize("broken", [
+    lambda answer: answer["data"]["repository"]["discussion"]["comments"]["nodes"][0].pop("databaseId"),
+    lambda answer: answer["data"]["repository"]["discussion"]["comments"].update(nodes=5),
+    lambda answer: answer["data"]["repository"]["discussion"]["comments"]["nodes"].insert(0, "x"),
+], ids=["no-database-id", "nodes-not-a-list", "node-not-an-object"])
+def test_l2_a_graphql_answer_missing_a_field_is_a_page_format_error_naming_the_answer(server, session, broken):
+    pages = [p.body for p in read_graphql(server, session, 16578)]
+    answer = json.loads(pages[0])
+    broken(answer)
+    with pytest.raises(PageFormatError, match=r"ggml-org/llama.cpp#16578: GraphQL answer 1 is not what GitHub gives"):
+        read_graphql_thread([json.dumps(answer).encode(), *pages[1:]], OWNER, REPO, 16578)
+
+
+def test_d1_a_load_more_link_to_another_host_is_not_followed(session):
+    with FixtureServer() as own:
+        path = f"/{OWNER}/{REPO}/discussions/4167"
+        page = own.body(path)
+        foreign = re.sub(rb'action="[^"]*/discussions/4167/pages\?', b'action="http://127.0.0.2:9/x/discussions/4167/pages?',
+                         page)
+        assert foreign != page
+        own.override(path, foreign)
+        with pytest.raises(FetchError, match=r'the "Load more" page is on another host, 127.0.0.2'):
+            fetch_discussion_html(session, own.base_url, OWNER, REPO, 4167, on_response=lambda f: None)
+        assert [r.path for r in own.requests] == [path]

@@ -7,9 +7,10 @@ import json
 import pytest
 
 from conftest import run_cli
-from fixture_server import Fault, FixtureServer
+from fixture_server import Fault, FixtureServer, HostileServer
 from refresh_helpers import TOKEN, dump, rows, server_env
 from rest_fixture import NUMBER, OWNER, PR_URL, REPO, SOURCE_FILE, comment, expected_figures, pull_request
+from tpsdb.collect.github import PageFormatError
 from tpsdb.collect.github_rest import read_issue_rest
 
 KEY = f"llamacpp-pr-{NUMBER}"
@@ -220,3 +221,78 @@ def test_a_source_file_of_the_kind_must_name_an_issue_or_pull_request(tmp_path):
     assert result.returncode != 0
     assert result.stderr.strip() == "error: bad.toml: url: not a https://github.com/OWNER/REPO/pull/N (or issues/N) " \
                                     "address"
+
+
+
+# --- probe 2: D1 (the token followed a Link to any host), L1 (pagination errors), L2/L3 (malformed answers) -------
+CANARY = "ghp_CANARYtokenThatMustStayOnTheApiHost"
+
+
+def test_d1_a_next_link_to_another_host_gets_no_request_and_fails_the_source_storing_nothing(tmp_path):
+    # The comments page says its next page is on 127.0.0.2: the token (and the reading) must stay on 127.0.0.1.
+    db, sources = tmp_path / "d1.sqlite", tmp_path / "sources"
+    sources.mkdir()
+    (sources / f"{KEY}.toml").write_text(SOURCE_FILE, encoding="utf-8")
+    run_cli("init", "--no-seed", db=db)
+    with HostileServer("foreign_link") as server:
+        result = run_cli("refresh", KEY, "--format", "json", "--sources-dir", str(sources), db=db, check=False,
+                         env={"TPSDB_GITHUB_API_URL": server.base_url, "TPSDB_GITHUB_TOKEN": CANARY,
+                              "TPSDB_HTTP_PAUSE_S": "0", "TPSDB_HTTP_MAX_ATTEMPTS": "1"})
+        assert server.foreign.requests == []  # not asked at all, so neither the token nor its answer moved
+        assert [auth for _, _, auth in server.requests] == [True, True]  # the issue and comments page 1
+    summary = json.loads(result.stdout)[0]
+    assert result.returncode == 1 and summary["status"] == "failed"
+    assert "another host, 127.0.0.2" in summary["error"] and "next page of comments" in summary["error"]
+    assert CANARY not in result.stdout + result.stderr
+    for table in ("snapshot", "post", "measurement", "rejection"):
+        assert rows(db, f"select count(*) as n from {table}")[0]["n"] == 0, table
+
+
+def test_l1_a_link_header_with_no_address_says_so(pr):
+    db, server, refresh = pr
+    server.answer(f"{ISSUE}/comments", json.dumps([comment(11, "a")]).encode(), {"Link": '<>; rel="next"'})
+    summary = refresh(check=False, TPSDB_HTTP_MAX_ATTEMPTS="1")
+    error = json.loads(summary.stdout)[0]["error"]
+    assert 'rel="next" page with no address' in error and "loops back" not in error
+
+
+def test_l1_pagination_far_past_the_issues_count_stops_early_and_says_why(pr):
+    db, server, refresh = pr
+    issue, _ = pull_request()
+    server.rest_issue(OWNER, REPO, NUMBER, {**issue, "comments": 2}, [comment(i, "x") for i in range(1, 121)],
+                      per_page=1)  # 120 pages of one comment each, for an issue of 2 comments
+    summary = json.loads(refresh(check=False, TPSDB_HTTP_MAX_ATTEMPTS="1").stdout)[0]
+    assert "pagination goes on past the issue's count: 103 comments read, the issue states 2" in summary["error"]
+    assert summary["requests"] == 1 + 103  # not the 1,000-page cap
+
+
+@pytest.mark.parametrize(("comments", "says"), [
+    ([5, "x"], "comment page 1, item 1: not a JSON object (5)"),
+    ([{"body": "no id"}], "comment page 1, item 1: id: not a comment id (a positive whole number): null"),
+    ([{"id": [1], "body": "x"}], "comment page 1, item 1: id: not a comment id (a positive whole number): [1]"),
+    ([{"id": "7", "body": "x"}], 'comment page 1, item 1: id: not a comment id (a positive whole number): "7"'),
+    ([{"id": True, "body": "x"}], "comment page 1, item 1: id: not a comment id (a positive whole number): true"),
+    ([{"id": 7, "body": {"a": 1}}], 'comment 7: body: not text ({"a": 1})'),
+    ([{"id": 7, "body": "x", "created_at": "not a date"}], 'comment 7: created_at: not a date ("not a date")'),
+    ([{"id": 7, "body": "x", "created_at": 5}], "comment 7: created_at: not a date (5)"),
+], ids=["not-objects", "no-id", "list-id", "string-id", "bool-id", "dict-body", "bad-date", "number-date"])
+def test_l2_l3_a_malformed_comment_fails_the_read_naming_page_and_field(comments, says):
+    issue = json.dumps({"number": NUMBER, "comments": len(comments), "body": "op"}).encode()
+    with pytest.raises(PageFormatError) as raised:
+        read_issue_rest([issue, json.dumps(comments).encode()], OWNER, REPO, NUMBER, PR_URL)
+    assert str(raised.value) == f"{OWNER}/{REPO}#{NUMBER}: {says}"
+
+
+def test_l2_a_malformed_answer_fails_the_run_with_a_message_not_a_python_exception(pr):
+    db, server, refresh = pr
+    server.answer(f"{ISSUE}/comments", b'[5, "x"]')
+    summary = json.loads(refresh(check=False).stdout)[0]
+    assert summary["status"] == "failed"
+    assert summary["error"] == f"{OWNER}/{REPO}#{NUMBER}: comment page 1, item 1: not a JSON object (5)"
+
+
+def test_l2_an_answer_nested_too_deeply_is_no_recursion_error(pr):
+    db, server, refresh = pr
+    server.answer(f"{ISSUE}/comments", b"[" * 200_000)
+    error = json.loads(refresh(check=False, TPSDB_HTTP_MAX_ATTEMPTS="1").stdout)[0]["error"]
+    assert "nested too deeply" in error and "RecursionError" not in error

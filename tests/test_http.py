@@ -11,8 +11,9 @@ from datetime import UTC
 import pytest
 import requests
 
-from fixture_server import Fault, FixtureServer, fixture_server  # noqa: F401  (pytest fixture)
-from tpsdb.collect.http import FetchError, PoliteSession, redact
+from conftest import run_cli
+from fixture_server import Fault, FixtureServer, HostileServer, fixture_server  # noqa: F401  (pytest fixture)
+from tpsdb.collect.http import FetchError, PoliteSession, check_same_origin, redact
 
 PAGE = "/ggml-org/llama.cpp/discussions/4167"
 TOKEN = "ghp_s3cretT0kenThatMustNeverLeak"
@@ -184,13 +185,13 @@ def test_other_4xx_fails_at_once(fixture_server):
     assert raised.value.attempts == 1 and session.requests_made == 1
 
 
-def test_connection_refused_gives_fetch_error():
+def test_connection_refused_fails_at_once_naming_host_and_port():
     with socket.socket() as probe:  # a port that nothing listens on
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    with pytest.raises(FetchError, match="ConnectionError") as raised:
-        fast_session(max_attempts=2).get(f"http://127.0.0.1:{port}/")
-    assert raised.value.attempts == 2
+    with pytest.raises(FetchError, match=f"connection refused by 127.0.0.1:{port}") as raised:
+        fast_session(max_attempts=4).get(f"http://127.0.0.1:{port}/")
+    assert raised.value.attempts == 1  # nothing listens: trying again will not change that
 
 
 def test_on_request_sees_every_attempt(fixture_server):
@@ -242,3 +243,101 @@ def test_d5_redaction_catches_raw_and_escaped_renderings():
     text = redact(" | ".join(renderings), [secret])
     assert TOKEN not in text and "[redacted]" in text
     assert redact("nothing secret here", [secret]) == "nothing secret here"
+
+
+# --- D2: each answer bounded in total time; D3: in decoded size; issue 20: a host that cannot answer fails at once
+
+@pytest.mark.parametrize("mode", ["trickle", "trickle_headers", "hang"])
+def test_d2_an_answer_that_never_completes_ends_at_its_total_time_bound(mode):
+    # A byte every 50 ms never trips the 2 s read timeout: only the answer's own deadline ends it.
+    with HostileServer(mode) as server:
+        start = time.monotonic()
+        with pytest.raises(FetchError, match=r"not complete after 0.4 s \(TPSDB_HTTP_MAX_ANSWER_S") as raised:
+            fast_session(max_answer_s=0.4, max_attempts=1).get(server.base_url + "/x")
+        assert time.monotonic() - start < 1.5
+        assert raised.value.attempts == 1
+
+
+def test_d2_retries_of_a_trickle_stay_within_the_request_budget():
+    with HostileServer("trickle") as server:
+        start = time.monotonic()
+        with pytest.raises(FetchError, match="not complete"):
+            fast_session(max_answer_s=0.3, max_total_s=1.0, max_attempts=10).get(server.base_url + "/x")
+        assert time.monotonic() - start < 2.0
+        assert 2 <= len(server.requests) <= 4
+
+
+@pytest.mark.parametrize("mode", ["flood", "huge_length", "gzip_bomb"])
+def test_d3_an_answer_past_the_cap_fails_at_once_and_is_not_retried(mode):
+    with HostileServer(mode) as server:
+        start = time.monotonic()
+        with pytest.raises(FetchError, match="answer too large") as raised:
+            fast_session(max_body_bytes=2**20, max_attempts=3).get(server.base_url + "/x")
+        assert time.monotonic() - start < 2 and raised.value.attempts == 1
+        if mode == "gzip_bomb":  # counted after decoding: 16 MB of blanks arrive as a few KB
+            assert len(server.gzip_bomb()) < 2**20 and "once decoded" in str(raised.value)
+
+
+def test_d3_a_redirects_body_is_never_read(monkeypatch):
+    # requests reads a 3xx body whole before it follows the redirect: an endless one held the request (and memory).
+    with HostileServer("redirect_flood") as server:
+        start = time.monotonic()
+        fetched = fast_session(max_answer_s=2, max_body_bytes=2**20).get(server.base_url + "/x")
+        assert fetched.body == b"landed" and time.monotonic() - start < 1
+
+
+def test_d3_a_kind_may_state_its_own_cap(fixture_server):
+    session = fast_session()
+    url = fixture_server.base_url + PAGE
+    assert session.get(url).body == fixture_server.body(PAGE)
+    with pytest.raises(FetchError, match="answer too large"):
+        session.get(url, max_bytes=100)
+
+
+def test_issue20_a_host_that_does_not_resolve_fails_at_once_naming_it():
+    try:
+        socket.getaddrinfo("tpsdb-no-such-host.invalid", 80)
+        pytest.skip("this resolver answers for .invalid names")
+    except OSError:
+        pass
+    start = time.monotonic()
+    with pytest.raises(FetchError, match="cannot resolve the host tpsdb-no-such-host.invalid") as raised:
+        fast_session(max_attempts=5, backoff_s=1).get("http://tpsdb-no-such-host.invalid/x")
+    assert raised.value.attempts == 1 and time.monotonic() - start < 5
+    assert "urllib3" not in str(raised.value) and "Max retries" not in str(raised.value)
+
+
+def test_issue20_offline_refresh_fails_in_seconds_with_one_error_line_naming_the_host(tmp_path):
+    try:
+        socket.getaddrinfo("tpsdb-no-such-host.invalid", 443)
+        pytest.skip("this resolver answers for .invalid names")
+    except OSError:
+        pass
+    db = tmp_path / "offline.sqlite"
+    run_cli("init", "--no-seed", db=db)
+    start = time.monotonic()
+    result = run_cli("refresh", "llamacpp-4167", db=db, check=False,
+                     env={"TPSDB_GITHUB_URL": "https://tpsdb-no-such-host.invalid", "TPSDB_GITHUB_TOKEN": "",
+                          "GITHUB_TOKEN": "", "TPSDB_HTTP_PAUSE_S": "0"})  # the default attempts and backoff
+    assert time.monotonic() - start < 5 and result.returncode == 1
+    errors = [line.strip() for line in result.stdout.splitlines() if line.strip().startswith("error:")]
+    assert errors == ["error: GET https://tpsdb-no-such-host.invalid/ggml-org/llama.cpp/discussions/4167: cannot "
+                      "resolve the host tpsdb-no-such-host.invalid (no network, or no DNS?) (after 1 attempt)"]
+
+
+@pytest.mark.parametrize(("url", "same"), [
+    ("https://api.github.com/repos/o/r/issues/1/comments?page=2", True),
+    ("https://API.github.com:443/x", True),  # the default port, named or not; host names in any case
+    ("http://api.github.com/x", False),  # another scheme: the token would travel in clear
+    ("https://api.github.com:8443/x", False),
+    ("https://api.github.com.evil.example/x", False),
+    ("https://evil.example/api.github.com/x", False),
+    ("//evil.example/x", False),
+])
+def test_d1_credentials_origin_is_scheme_host_and_port(url, same):
+    if same:
+        check_same_origin(url, "https://api.github.com", "the next page")
+    else:
+        with pytest.raises(FetchError, match="the next page is on another host") as raised:
+            check_same_origin(url, "https://api.github.com", "the next page")
+        assert raised.value.attempts == 0 and "(not sent)" in str(raised.value)

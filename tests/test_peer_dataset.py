@@ -118,3 +118,19 @@ def test_a_relayed_figure_gives_way_to_a_direct_reading_stored_before_or_after(s
     refresh(later, server, "llamacpp-4167")
     assert rows(later, "SELECT COUNT(*) AS n FROM measurement WHERE via_title = 'tokatlas' AND status = 'active'"
                 )[0]["n"] == 0
+
+
+@pytest.mark.parametrize("answer", [b'{"records": []}', b"", b"<html><h1>503 Service Unavailable</h1></html>"],
+                         ids=["no-records", "empty", "html-error-page"])
+def test_d4_a_peer_file_that_cannot_show_it_is_whole_fails_and_withdraws_nothing(served, tmp_path, answer):
+    # An emptied file used to withdraw every figure of the peer, exit 0 (probe 2, P3).
+    db, server, peer_refresh = served
+    server.override(PATH, tokatlas_slice(tmp_path, [0, 1]).read_bytes())
+    assert peer_refresh()["new"] == 4
+    before = dump(db)
+    server.override(PATH, answer)
+    summary = peer_refresh(check=False)
+    assert summary["status"] == "failed" and summary["withdrawn"] == 0, summary
+    if answer.startswith(b"{"):
+        assert "the peer's file holds no records" in summary["error"]
+    assert dump(db) == before

@@ -82,4 +82,7 @@ def http_settings() -> dict:
         "max_attempts": int(env("TPSDB_HTTP_MAX_ATTEMPTS", 5)),
         "max_total_s": float(env("TPSDB_HTTP_MAX_TOTAL_S", 120)),
         "backoff_s": float(env("TPSDB_HTTP_BACKOFF_S", 1.0)),
+        # one answer's total time (not only each socket read) and its largest decoded size (tpsdb.collect.http)
+        "max_answer_s": float(env("TPSDB_HTTP_MAX_ANSWER_S", 30)),
+        "max_body_bytes": int(env("TPSDB_HTTP_MAX_BYTES", 64 * 2**20)),
     }

@@ -1,8 +1,10 @@
 """Whether a read of a thread is whole: what it read, against the counts its source states.
 
 Every kind of source reports its counts here (a GitHub discussion: its comments and the replies of each comment;
-a REST issue: the issue's `comments`). Refresh withdraws by absence only from a read whose every count is stated
-and agrees: a post missing from a short read was not read, it was not removed.
+a REST issue: the issue's `comments`; a file: whether it shows itself whole). Refresh withdraws by absence only from
+a read whose every count is stated and agrees: a post missing from a short read was not read, it was not removed.
+A file states no count, so the rule becomes: a file that cannot show it is whole (empty, cut mid-line, an error
+page) is a short read, which fails and retires nothing (`Completeness.of_file`).
 """
 
 from __future__ import annotations
@@ -35,6 +37,11 @@ class Completeness:
     def verified(self) -> bool:
         """Every count stated and met: only then may a post's absence mean it was removed."""
         return bool(self.counts) and not self.unstated and not self.short
+
+    @classmethod
+    def of_file(cls, not_whole: str | None) -> Completeness:
+        """One file's read: whole, or short for the reason given (then nothing of it may be stored)."""
+        return cls([Count("whole file", 0 if not_whole else 1, 1, not_whole or "")])
 
     def problem(self) -> str | None:
         """`incomplete: read 40 of 59 comments; <why>`, or None when nothing stated disagrees."""

@@ -20,7 +20,7 @@ from lxml import etree
 
 from tpsdb.collect.completeness import Completeness, Count
 from tpsdb.collect.extract import body_html_of, drop_element, parse_body, parse_page
-from tpsdb.collect.http import Cached, Fetched, FetchError, PoliteSession
+from tpsdb.collect.http import Cached, Fetched, FetchError, PoliteSession, check_same_origin
 
 __all__ = [
     "Cached", "PageFormatError", "Post", "canonical_url", "discussion_url", "fetch_discussion_graphql",
@@ -80,15 +80,19 @@ def fetch_discussion_html(
 ) -> list[Fetched]:
     """GET the discussion page, then every "Load more" page, each conditionally when a snapshot exists.
 
-    On 304 the chain goes on from the cached body (only its next-page link is read).
+    On 304 the chain goes on from the cached body (only its next-page link is read). A "Load more" link to another
+    host than base_url's fails the read: its answer would be stored as this thread's page.
     """
     pages: list[Fetched] = []
     url: str | None = discussion_url(base_url, owner, repo, number)
     seen: set[str] = set()
     while url:
-        if url in seen or len(pages) >= MAX_PAGES:
+        if url in seen:
             raise FetchError(url, "pagination loops back to a page already read", 0)
+        if len(pages) >= MAX_PAGES:
+            raise FetchError(url, f"pagination does not end: more than {MAX_PAGES} pages", 0)
         seen.add(url)
+        check_same_origin(url, base_url, 'the "Load more" page')
         cached = previous(url)
         fetched = session.get(url, etag=cached and cached.etag, last_modified=cached and cached.last_modified)
         on_response(fetched)
@@ -367,9 +371,14 @@ def fetch_discussion_graphql(
         on_response(fetched)
         pages.append(fetched)
         try:
-            return json.loads(fetched.body)
+            answer = json.loads(fetched.body)
         except ValueError as exc:
             raise FetchError(api_url, f"bad GraphQL answer for {where}: {exc}", 1, method="POST") from None
+        except RecursionError:
+            raise FetchError(api_url, f"bad GraphQL answer for {where}: nested too deeply", 1, method="POST") from None
+        if not isinstance(answer, dict):
+            raise FetchError(api_url, f"bad GraphQL answer for {where}: not a JSON object", 1, method="POST")
+        return answer
 
     after: str | None = None
     while True:
@@ -384,7 +393,7 @@ def fetch_discussion_graphql(
             if not comments["pageInfo"]["hasNextPage"]:
                 return pages
             after = comments["pageInfo"]["endCursor"]
-        except (ValueError, KeyError, TypeError) as exc:  # ValueError: a PageFormatError (errors, no discussion)
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:  # ValueError: a PageFormatError
             raise FetchError(api_url, f"bad GraphQL answer for {where}: {exc}", 1, method="POST") from None
 
 
@@ -435,19 +444,27 @@ def read_graphql_thread(pages: list[bytes], owner: str, repo: str,
             posts.setdefault(post.external_id, (index, post))
 
     for index, page in enumerate(pages):
-        answer = json.loads(page)
-        if "node" in (answer.get("data") or {}):  # the rest of one comment's replies
-            node = _replies_node(answer, where)
-            add_replies(index, str(node["databaseId"]), node["replies"])
-            continue
-        discussion = _discussion(answer, owner, repo, number)
-        if index == 0:
-            posts["op"] = (index, _post_from_node(discussion, owner, repo, number, "opening", None))
-            comments_stated = discussion["comments"].get("totalCount")
-        for comment in discussion["comments"]["nodes"]:
-            post = _post_from_node(comment, owner, repo, number, "comment", None)
-            posts.setdefault(post.external_id, (index, post))
-            add_replies(index, post.external_id, comment.get("replies") or {})
+        try:
+            answer = json.loads(page)
+            if "node" in (answer.get("data") or {}):  # the rest of one comment's replies
+                node = _replies_node(answer, where)
+                add_replies(index, str(node["databaseId"]), node["replies"])
+                continue
+            discussion = _discussion(answer, owner, repo, number)
+            if index == 0:
+                posts["op"] = (index, _post_from_node(discussion, owner, repo, number, "opening", None))
+                comments_stated = discussion["comments"].get("totalCount")
+            for comment in discussion["comments"]["nodes"]:
+                post = _post_from_node(comment, owner, repo, number, "comment", None)
+                posts.setdefault(post.external_id, (index, post))
+                add_replies(index, post.external_id, comment.get("replies") or {})
+        except (ValueError, RecursionError, KeyError, TypeError, AttributeError) as exc:
+            if isinstance(exc, PageFormatError):
+                raise
+            # A field missing or of another type than GitHub gives: name the answer and the field, not a traceback.
+            problem = f"no field {exc}" if isinstance(exc, KeyError) else str(exc) or type(exc).__name__
+            raise PageFormatError(f"{where}: GraphQL answer {index + 1} is not what GitHub gives ({problem})") \
+                from None
     comments = sum(post.kind == "comment" for _, post in posts.values())
     counts = [Count("comments", comments, comments_stated,
                     "the GraphQL answers hold a different number of comment nodes than comments.totalCount")]

@@ -4,6 +4,11 @@ end. Every page is asked for conditionally (If-None-Match with the ETag of the l
 and the chain goes on from the stored copy. Rate limits (X-RateLimit-Remaining/Reset, Retry-After) are the HTTP
 layer's (tpsdb.collect.http).
 
+The token goes only to the API's own origin (scheme, host, port): a next-page link elsewhere fails the read and
+nothing of it is stored (requests drops the header on a redirect to another host, but a Link is a new request).
+An answer that is not what the API gives (no JSON object, a comment id that is no number, a date that is none)
+fails the read with a message naming the page and the field, never with a bare Python exception.
+
 As for discussions, fetching and reading are separate: `fetch_issue_rest` only walks the pages and hands every
 response to `on_response` before anything is read from it; `read_issue_rest` is a pure function of the stored bytes.
 """
@@ -14,12 +19,14 @@ import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime
 from urllib.parse import parse_qsl, urlencode, urljoin, urlsplit, urlunsplit
 
 from requests.utils import parse_header_links
 
 from tpsdb.collect.completeness import Completeness, Count
-from tpsdb.collect.http import Cached, Fetched, FetchError, PoliteSession
+from tpsdb.collect.github import PageFormatError
+from tpsdb.collect.http import Cached, Fetched, FetchError, PoliteSession, check_same_origin
 
 GITHUB = "https://github.com"
 GITHUB_API = "https://api.github.com"
@@ -45,12 +52,15 @@ def issue_api_url(api_url: str, owner: str, repo: str, number: int) -> str:
 
 
 def next_link(link_header: str | None, base: str) -> str | None:
-    """The rel="next" target of a Link header, made absolute against the URL it came with."""
+    """The rel="next" target of a Link header, made absolute against the URL it came with. A next link with no
+    address is a FetchError (it would read the same page again)."""
     if not link_header:
         return None
     for link in parse_header_links(link_header):
         if "next" in (link.get("rel") or "").split():
-            return urljoin(base, link["url"])
+            if not (link.get("url") or "").strip():
+                raise FetchError(base, 'the Link header names a rel="next" page with no address', 1)
+            return urljoin(base, link["url"].strip())
     return None
 
 
@@ -74,6 +84,9 @@ def fetch_issue_rest(session: PoliteSession, api_url: str, token: str | None, ow
     pages: list[Fetched] = []
 
     def get(url: str) -> tuple[Fetched, Cached | None, object]:
+        # Every page goes with the token: only to the API's own origin, whatever a server (or the last run's
+        # copy of a page) says comes next.
+        check_same_origin(url, api_url, "the next page of comments (asked with the token)")
         cached = previous(url)
         fetched = session.get(url, etag=cached and cached.etag, last_modified=cached and cached.last_modified,
                               headers=headers)
@@ -86,6 +99,8 @@ def fetch_issue_rest(session: PoliteSession, api_url: str, token: str | None, ow
             return fetched, cached, json.loads(body)
         except ValueError as exc:
             raise FetchError(url, f"not a JSON answer: {exc}", 1) from None
+        except RecursionError:
+            raise FetchError(url, "not a JSON answer GitHub gives: nested too deeply", 1) from None
 
     issue_url = issue_api_url(api_url, owner, repo, number)
     _, _, issue = get(issue_url)
@@ -97,8 +112,10 @@ def fetch_issue_rest(session: PoliteSession, api_url: str, token: str | None, ow
     seen: set[str] = set()
     guessed = False  # the URL was not given by a Link header: a 404 there ends the chain (the read is then short)
     while url:
-        if url in seen or len(seen) >= MAX_PAGES:
+        if url in seen:
             raise FetchError(url, "pagination loops back to a page already read", 0)
+        if len(seen) >= MAX_PAGES:
+            raise FetchError(url, f"pagination does not end: more than {MAX_PAGES} pages of comments", 0)
         seen.add(url)
         try:
             fetched, cached, comments = get(url)
@@ -110,6 +127,11 @@ def fetch_issue_rest(session: PoliteSession, api_url: str, token: str | None, ow
             raise FetchError(url, f"not a list of comments of {owner}/{repo}#{number}", 1)
         read += len(comments)
         following = next_link(fetched.headers.get("link"), url)
+        if following and isinstance(stated, int) and stated >= 0 and read > stated + PER_PAGE:
+            # Comments added while the pages are read may pass the count a little; a chain that goes on far past
+            # it is no thread's pagination (and would only end in an incomplete read).
+            raise FetchError(following, f"pagination goes on past the issue's count: {read} comments read, the "
+                                        f"issue states {stated}", 0)
         guessed = following is None and fetched.status == 304 and isinstance(stated, int) and read < stated
         if guessed:
             # A 304 need not repeat the Link header, and the issue counts more comments than read so far: go on as
@@ -130,10 +152,10 @@ def read_issue_rest(pages: list[bytes], owner: str, repo: str, number: int,
     public address of this issue's comment, else the source's URL with `#issuecomment-ID`."""
     where = f"{owner}/{repo}#{number}"
     if not pages:
-        raise ValueError(f"{where}: no pages")
-    issue = json.loads(pages[0])
+        raise PageFormatError(f"{where}: no pages")
+    issue = _json(pages[0], f"{where}: the issue answer")
     if not isinstance(issue, dict):
-        raise ValueError(f"{where}: the first page is not the issue")
+        raise PageFormatError(f"{where}: the first page is not the issue (not a JSON object)")
     names = {"owner": re.escape(owner), "repo": re.escape(repo), "number": number}
     issue_link = re.compile(_ISSUE_PATH.format(**names) + "/?")
     comment_link = re.compile(_ISSUE_PATH.format(**names) + r"#issuecomment-(\d+)")
@@ -142,19 +164,29 @@ def read_issue_rest(pages: list[bytes], owner: str, repo: str, number: int,
     opening_url = issue.get("html_url")
     posts: dict[str, tuple[int, IssuePost]] = {"op": (0, IssuePost(
         external_id="op", permalink=opening_url if isinstance(opening_url, str) and issue_link.fullmatch(opening_url)
-        else base, kind="opening", author=_login(issue), created_at=issue.get("created_at"), edited_at=None,
-        body=issue.get("body") or ""))}
+        else base, kind="opening", author=_login(issue), created_at=_when(issue, "created_at", f"{where}: the issue"),
+        edited_at=None, body=_text(issue, "body", f"{where}: the issue")))}
     for index, page in enumerate(pages[1:], start=1):
-        for comment in json.loads(page):
-            external_id = str(comment["id"])
+        comments = _json(page, f"{where}: comment page {index}")
+        if not isinstance(comments, list):
+            raise PageFormatError(f"{where}: comment page {index} is not a list of comments")
+        for position, comment in enumerate(comments, start=1):
+            what = f"{where}: comment page {index}, item {position}"
+            if not isinstance(comment, dict):
+                raise PageFormatError(f"{what}: not a JSON object ({_shown(comment)})")
+            comment_id = comment.get("id")
+            if isinstance(comment_id, bool) or not isinstance(comment_id, int) or comment_id <= 0:
+                raise PageFormatError(f"{what}: id: not a comment id (a positive whole number): {_shown(comment_id)}")
+            external_id = str(comment_id)
+            what = f"{where}: comment {external_id}"
             html_url = comment.get("html_url")
             match = comment_link.fullmatch(html_url) if isinstance(html_url, str) else None
-            created, updated = comment.get("created_at"), comment.get("updated_at")
+            created, updated = _when(comment, "created_at", what), _when(comment, "updated_at", what)
             posts.setdefault(external_id, (index, IssuePost(
                 external_id=external_id,
                 permalink=html_url if match and match.group(1) == external_id else f"{base}#issuecomment-{external_id}",
                 kind="comment", author=_login(comment), created_at=created,
-                edited_at=updated if updated and updated != created else None, body=comment.get("body") or "")))
+                edited_at=updated if updated and updated != created else None, body=_text(comment, "body", what))))
     read = sum(post.kind == "comment" for _, post in posts.values())
     stated = issue.get("comments")
     hint = ("the comment pages hold fewer comments than the issue's `comments` count (a Link header missing?)"
@@ -164,6 +196,42 @@ def read_issue_rest(pages: list[bytes], owner: str, repo: str, number: int,
         Count("comments", read, stated if isinstance(stated, int) and not isinstance(stated, bool) else None, hint)])
 
 
+def _json(page: bytes, what: str):
+    try:
+        return json.loads(page)
+    except ValueError as exc:
+        raise PageFormatError(f"{what}: not JSON ({exc})") from None
+    except RecursionError:
+        raise PageFormatError(f"{what}: not JSON GitHub gives (nested too deeply)") from None
+
+
+def _shown(value) -> str:
+    text = json.dumps(value) if not isinstance(value, (bytes, bytearray)) else repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _text(item: dict, field: str, what: str) -> str:
+    value = item.get(field)
+    if value is not None and not isinstance(value, str):
+        raise PageFormatError(f"{what}: {field}: not text ({_shown(value)})")
+    return value or ""
+
+
+def _when(item: dict, field: str, what: str) -> str | None:
+    """An ISO 8601 date as GitHub writes it (2025-01-01T00:00:00Z), or None when absent."""
+    value = item.get(field)
+    if value is None:
+        return None
+    try:
+        if not isinstance(value, str):
+            raise ValueError
+        datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        raise PageFormatError(f"{what}: {field}: not a date ({_shown(value)})") from None
+    return value
+
+
 def _login(item: dict) -> str | None:
     user = item.get("user")
-    return user.get("login") if isinstance(user, dict) else None  # null user: a deleted account ("ghost")
+    login = user.get("login") if isinstance(user, dict) else None  # null user: a deleted account ("ghost")
+    return login if isinstance(login, str) else None

@@ -1,5 +1,6 @@
 """Settings the GitHub kinds share: the web and API addresses (a mirror or a test server in their place) and the
-token. Read when a run starts, never stored; the token only ever goes to the HTTP layer."""
+token. Read when a run starts, never stored; the token only ever goes to the HTTP layer, and only for the API's own
+origin (scheme, host, port): a next-page link elsewhere fails the read (tpsdb.collect.http.check_same_origin)."""
 
 from __future__ import annotations
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
 from tpsdb.collect.completeness import Completeness
-from tpsdb.collect.http import Cached, Fetched, PoliteSession
+from tpsdb.collect.http import Cached, Fetched, FetchError, PoliteSession
 
 if TYPE_CHECKING:
     from tpsdb.collect.extract import Candidate, PostContext
@@ -57,6 +57,9 @@ class SourceKind(ABC):
     """One kind of source (`kind = "…"` in a source file). An instance serves one source file for one run."""
 
     name: ClassVar[str]  # the `kind` value of source files
+    # The largest answer (decoded bytes) this kind accepts; None: the HTTP layer's cap (TPSDB_HTTP_MAX_BYTES). A
+    # kind passes it to `http.get(…, max_bytes=…)`.
+    max_answer_bytes: ClassVar[int | None] = None
 
     def __init__(self, spec: SourceSpec):
         self.spec = spec
@@ -116,8 +119,13 @@ class OneFileKind(SourceKind):
 
     def fetch(self, http: PoliteSession, archive: Archive, transport: str) -> None:
         cached = archive.cached(self.fetch_url)
-        archive.on_response(http.get(self.fetch_url, etag=cached and cached.etag,
-                                     last_modified=cached and cached.last_modified))
+        fetched = http.get(self.fetch_url, etag=cached and cached.etag, last_modified=cached and cached.last_modified,
+                           max_bytes=self.max_answer_bytes)
+        archive.on_response(fetched)
+        # A file is its 200 answer: 204 (no content), 206 (a part of it) and the like are not the file.
+        if fetched.status not in (200, 304):
+            raise FetchError(fetched.url, f"HTTP {fetched.status} is not the whole file (expected 200)", 1,
+                             fetched.status)
 
 
 Factory = Callable[["SourceSpec"], SourceKind]

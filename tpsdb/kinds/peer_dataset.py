@@ -4,7 +4,9 @@ the records and their candidates are the importer's (`tpsdb import tokatlas`), r
 
 Each record is one post (its slot in the file, "tokatlas:ID"): a record whose content changes has its figures
 superseded, a record gone from the file is withdrawn. The file states no record count, but a whole-file read is
-complete by construction (a truncated JSON file does not parse, and the run fails): absence withdraws.
+complete by construction (a truncated JSON file does not parse, and the run fails): absence withdraws. A file with
+no record at all cannot show it is whole (an emptied or placeholder file, not a peer retracting everything): it
+fails the run and withdraws nothing.
 
 Settings of the source file: `format` (required: "tokatlas"); `fetch_url` where the bytes are (default `url`; for
 a file on GitHub, its raw.githubusercontent.com address at a pinned commit). The threads' protocols (the 4167
@@ -14,7 +16,7 @@ from __future__ import annotations
 
 import json
 
-from tpsdb.collect.completeness import Completeness, Count
+from tpsdb.collect.completeness import Completeness
 from tpsdb.collect.extract import Candidate, PostContext
 from tpsdb.collect.github import PageFormatError
 from tpsdb.kinds.base import OneFileKind, Post
@@ -47,12 +49,15 @@ class PeerDataset(OneFileKind):
             records = parse_tokatlas(pages[0], self.spec.url)
         except PeerFileError as error:
             raise PageFormatError(str(error)) from None
+        if not records:
+            return [], Completeness.of_file("the peer's file holds no records (emptied, or a placeholder): nothing "
+                                            "is withdrawn on its word")
         record_slots, _ = slots(records)
         posts = [(0, Post(external_id=slot, permalink=f"{self.spec.url}#{slot}", kind="record", parent_id=None,
                           author=None, created_at=None, edited_at=None, minimized=False, deleted=False,
                           body=json.dumps(record, sort_keys=True, ensure_ascii=False)))
                  for record, slot in zip(records, record_slots)]
-        return posts, Completeness([Count("files", 1, 1)])  # the whole file parsed: every record is read
+        return posts, Completeness.of_file(None)  # the whole file parsed: every record is read
 
     def candidates(self, post: Post, ctx: PostContext) -> list[Candidate]:
         from tpsdb.peers import slotted_candidates
