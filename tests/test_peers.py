@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import re
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -166,6 +168,104 @@ def test_tokatlas_non_finite_figures_are_rejections(empty_db, tmp_path):
     assert rows(empty_db, "SELECT COUNT(*) AS n FROM measurement")[0]["n"] == 0
     reasons = [r["reasons"] for r in rows(empty_db, "SELECT reasons FROM rejection")]
     assert len(reasons) == 4 and all("tokens_per_second: not a finite number" in r for r in reasons)
+
+
+# ------------------------------------------------------------------ 5b. relayed facts: builds, twins (issue 18 #4)
+T15013 = "https://github.com/ggml-org/llama.cpp/discussions/15013"
+
+
+def relayed(n: int, day: str, build: str | None, thread: str = T15013, quote: str | None = None, **fields) -> dict:
+    """A tokatlas record of comment n, as the real file writes them (a llama-bench row pair in the quote)."""
+    return {"id": f"r{n}", "source_url": f"{thread}#discussioncomment-{n}", "date": day, "retrieved": "2026-09-27",
+            "model": "llama 7B", "quant": "Q4_0", "params": None, "hardware": "GeForce RTX 4090",
+            "backend": "llama.cpp (CUDA)", "tps": 180.5, "pp_tps": 9000.25, "pp_tokens": 512, "tg_tokens": 128,
+            "quote": quote or "GeForce RTX 4090; llama 7B Q4_0 | pp512 | 9000.25 ± 1.00; llama 7B Q4_0 | tg128 | "
+                              "180.50 ± 0.10",
+            "notes": f"threads=8; config={build}" if build else "threads=8", **fields}
+
+
+def write_records(tmp_path: Path, records: list[dict]) -> Path:
+    path = tmp_path / "records.json"
+    path.write_text(json.dumps({"records": records}))
+    return path
+
+
+def test_relayed_build_is_checked_against_the_posts_date():
+    from tpsdb.tokatlas import relayed_builds
+
+    records = [relayed(1, "2025-08-02", "b06060"), relayed(2, "2025-08-05", "b06090"),
+               relayed(3, "2025-08-20", "b06200"),
+               relayed(4, "2025-08-21", "b00647"),  # far older than the thread's first month: tokatlas's stray number
+               relayed(5, "2025-09-01", "b09999"),  # newer than any build relayed up to a month later
+               relayed(6, "2025-09-02", "b2048-ub512"),  # a batch size, not a build
+               relayed(7, "2025-09-03", "b06300", quote="GeForce RTX 4090; build: 1a2b3c4 (6310; llama 7B Q4_0 | "
+                                                      "tg128 | 180.50 ± 0.10"),
+               relayed(8, None, "b06300")]  # no date to check it by
+    builds = relayed_builds(records)
+    assert [b.version for b in builds] == ["b6060", "b6090", "b6200", None, None, None, "b6310 (1a2b3c4)", None]
+    assert "far older than the builds the thread's first month ran (median b6145)" in builds[3].problem
+    assert "newer than any build the relay records up to a month after" in builds[4].problem
+    assert builds[5].stated is None and builds[5].problem is None
+    assert builds[6].stated == "quote"  # the post's own build line, as relayed, before tokatlas's label
+    assert "no date" in builds[7].problem
+
+
+def test_relayed_row_read_fully_and_an_inconsistent_build_is_a_reason(empty_db, tmp_path):
+    path = write_records(tmp_path, [relayed(1, "2025-08-02", "b06060"), relayed(2, "2025-08-05", "b06090"),
+                                    relayed(3, "2025-08-21", "b00647")])
+    assert import_file(empty_db, path).exit_code == 1
+    accepted = rows(empty_db, "SELECT source_url, published_at, software_version, model, params_b, file_size_gb, "
+                              "phase, prompt_tokens, generated_tokens, context_depth, users, figure, stddev, quote "
+                              "FROM measurement_full ORDER BY measurement_id")
+    assert [(r["source_url"][-2:], r["software_version"], r["phase"]) for r in accepted] == [
+        ("-1", "b6060", "generation"), ("-1", "b6060", "prompt"), ("-2", "b6090", "generation"),
+        ("-2", "b6090", "prompt")]
+    first = accepted[0]
+    assert (first["published_at"], first["model"], first["params_b"], first["file_size_gb"]) == (
+        "2025-08-02", "Llama 2 7B", 6.74, 3.79)  # the thread's protocol: its model and the OP's file
+    assert (first["prompt_tokens"], first["generated_tokens"], first["context_depth"], first["users"],
+            first["figure"], first["stddev"]) == (0, 128, 0, 1, "per_user", 0.1)
+    assert first["quote"].startswith("[tokatlas's rendering, not the post's text] GeForce RTX 4090; ")
+    reasons = [json.loads(r["reasons"]) for r in rows(empty_db, "SELECT reasons FROM rejection")]
+    assert len(reasons) == 2 and all("relayed build b647 set aside" in " ".join(r) for r in reasons)
+
+
+def test_scoreboard_row_repeating_a_dated_comment_is_that_comments_figure(empty_db, tmp_path):
+    data = json.loads(tokatlas_bytes())
+    board = next(r for r in data["records"] if r["source_url"] == OP_4167 and r["hardware"] == "M5 Max (40 GPU)"
+                 and r["quant"] == "Q4_0")
+    comment = next(r for r in data["records"] if r["source_url"].endswith("-18152504") and r["quant"] == "Q4_0")
+    assert import_file(empty_db, write_records(tmp_path, [board, comment])).exit_code == 0
+    found = rows(empty_db, "SELECT hardware, source_url, published_at, software_version, tokens_per_second, quote "
+                           "FROM measurement_full WHERE hardware LIKE '%40-core%' ORDER BY measurement_id")
+    assert [(r["source_url"], r["published_at"], r["software_version"], r["tokens_per_second"]) for r in found] == [
+        (comment["source_url"], "2026-08-25", "b10621", 3219.99), (comment["source_url"], "2026-08-25", "b10621",
+                                                                   119.92)]
+    assert found[0]["quote"].startswith("[tokatlas's rendering of the opening post's scoreboard row, which repeats "
+                                        "the figures of comment 18152504; not the post's text] M5 Max (40 GPU)")
+    # Alone, the same row stays the opening post's, with the thread's 2023 build and date.
+    alone = tmp_path / "alone"
+    alone.mkdir()
+    db = alone / "t.sqlite"
+    run_cli("init", "--no-seed", db=db)
+    assert import_file(db, write_records(alone, [board])).exit_code == 0
+    assert {(r["source_url"], r["software_version"]) for r in rows(db, "SELECT * FROM measurement_full")} == {
+        (OP_4167, "8e672efe")}
+
+
+def test_whole_file_relay_counts():
+    """Issue 18 item 4's counts, on the real file: builds per thread, and 75 of the 108 scoreboard rows."""
+    from tpsdb.kinds import load_sources
+    from tpsdb.tokatlas import parse_tokatlas, relay_context
+
+    records = parse_tokatlas(tokatlas_bytes(), "tokatlas")
+    contexts = relay_context(records, load_sources())
+    noted = Counter(r["source_url"].split("#")[0].rsplit("/", 1)[1] for r in records
+                    if re.search(r"config=b\d{5}(;|$)", r.get("notes") or ""))
+    assert {t: noted[t] for t in ("15013", "10879", "15021", "23313")} == {
+        "15013": 222, "10879": 699, "15021": 121, "23313": 142}
+    board = [c for r, c in zip(records, contexts) if r["source_url"] == OP_4167]
+    assert (len(board), sum(c.twin is not None for c in board)) == (108, 75)
 
 
 # ------------------------------------------------------------------------------------- supersession

@@ -251,8 +251,8 @@ def _figures(record: dict) -> tuple[str | None, Any, Any]:
 
 def comment_twins(records: list[dict], specs: dict[str, SourceSpec]) -> dict[int, int]:
     """Scoreboard row (index) -> the comment record (index) whose figures it repeats: same thread, same format,
-    the same generation and prompt figures, from one comment only (figures found in two comments stay the opening
-    post's). Only threads whose opening post has a protocol (the scoreboard) are looked at."""
+    the same generation and prompt figures, dated. Only threads whose opening post has a protocol (the scoreboard)
+    are looked at."""
     boards = {s.url for s in specs.values() if s.protocol}
     comments: dict[tuple, list[int]] = defaultdict(list)
     for i, record in enumerate(records):
@@ -266,9 +266,12 @@ def comment_twins(records: list[dict], specs: dict[str, SourceSpec]) -> dict[int
         key = (record["source_url"], *_figures(record))
         if key[2] is None and key[3] is None:
             continue
-        found = comments.get(key, [])
-        if len({records[j]["source_url"] for j in found}) == 1:
-            twins[i] = found[0]
+        # Figures found in several comments are the earliest one's (a later comment quoting them repeats them);
+        # two comments of the same first day leave the row the opening post's.
+        found = sorted(comments.get(key, []), key=lambda j: records[j]["date"])
+        first = [j for j in found if records[j]["date"] == records[found[0]]["date"]] if found else []
+        if first and len({records[j]["source_url"] for j in first}) == 1:
+            twins[i] = first[0]
     return twins
 
 
