@@ -51,7 +51,7 @@ def test_a_peer_refresh_stores_what_the_importer_stores_then_answers_304(served,
     run_cli("init", "--no-seed", db=imported)
     assert import_file(imported, TOKATLAS).exit_code == 1  # the relay's rejections make the import exit 1
     figures, rejections = stored(db)
-    assert (len(figures), len(rejections)) == (706, 3148)
+    assert (len(figures), len(rejections)) == (596, 3258)
     assert (figures, rejections) == stored(imported)
     assert {r["via_title"] for r in rows(db, "SELECT via_title FROM measurement")} == {"tokatlas"}
     # Each record is a post of the peer source, linked to the file (the figures link to the thread's comment).

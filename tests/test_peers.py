@@ -235,7 +235,7 @@ def test_scoreboard_row_repeating_a_dated_comment_is_that_comments_figure(empty_
     board = next(r for r in data["records"] if r["source_url"] == OP_4167 and r["hardware"] == "M5 Max (40 GPU)"
                  and r["quant"] == "Q4_0")
     comment = next(r for r in data["records"] if r["source_url"].endswith("-18152504") and r["quant"] == "Q4_0")
-    assert import_file(empty_db, write_records(tmp_path, [board, comment])).exit_code == 0
+    assert import_file(empty_db, write_records(tmp_path, [board, comment])).exit_code == 1
     found = rows(empty_db, "SELECT hardware, source_url, published_at, software_version, tokens_per_second, quote "
                            "FROM measurement_full WHERE hardware LIKE '%40-core%' ORDER BY measurement_id")
     assert [(r["source_url"], r["published_at"], r["software_version"], r["tokens_per_second"]) for r in found] == [
@@ -243,6 +243,12 @@ def test_scoreboard_row_repeating_a_dated_comment_is_that_comments_figure(empty_
                                                                    119.92)]
     assert found[0]["quote"].startswith("[tokatlas's rendering of the opening post's scoreboard row, which repeats "
                                         "the figures of comment 18152504; not the post's text] M5 Max (40 GPU)")
+    # The comment's own record of the same figures is kept as a rejection saying so: the figure is stored once.
+    assert rows(empty_db, "SELECT COUNT(*) AS n FROM measurement")[0]["n"] == 2
+    repeated = [json.loads(r["reasons"]) for r in rows(empty_db, "SELECT reasons FROM rejection")]
+    assert len(repeated) == 2 and all(r == ["source: the same figure as the opening post's scoreboard row (M5 Max "
+                                            "(40 GPU)), stored once from that row with this comment's permalink, "
+                                            "date and build"] for r in repeated)
     # Alone, the same row stays the opening post's, with the thread's 2023 build and date.
     alone = tmp_path / "alone"
     alone.mkdir()

@@ -18,7 +18,8 @@ What a record says is read fully, as what the relay states about the post:
 
 The 4167 opening post's scoreboard rows are read with the thread's protocol by the scraper's scoreboard reader. A
 row whose figures repeat a dated comment of the thread (tokatlas relays both) is that comment's figure: it takes
-the comment's permalink, date and build, never the opening post's (`comment_twins`).
+the comment's permalink, date and build, never the opening post's (`comment_twins`); the comment's own record of
+the same figures is then kept as a rejection saying so (the figure is stored once).
 
 Every relayed quote says that it is tokatlas's rendering, not the post's text."""
 
@@ -56,6 +57,11 @@ TOKATLAS_VIA = {
 
 # tokatlas keeps no context depth; a record whose quoted test does not give it is a rejection naming it.
 DEPTH_MISSING = "lengths.context_depth: missing"
+# A comment's figures that the opening post's scoreboard repeats are stored once, from the scoreboard row (which
+# names the chip's GPU cores and bandwidth) with the comment's permalink, date and build: the comment's own record
+# of them is kept as a rejection saying so, never counted twice.
+REPEATED = ("source: the same figure as the opening post's scoreboard row ({}), stored once from that row with "
+            "this comment's permalink, date and build")
 SLOT_PREFIX = "tokatlas:"
 # What every relayed quote starts with: the words are tokatlas's, not the post's.
 RELAY_MARK = "[tokatlas's rendering, not the post's text] "
@@ -227,11 +233,13 @@ class RelayContext:
     build: RelayedBuild = field(default_factory=RelayedBuild)
     twin: dict | None = None  # the comment record whose figures a scoreboard row repeats
     twin_build: RelayedBuild = field(default_factory=RelayedBuild)
+    repeated_by: str | None = None  # a comment's record: the scoreboard row (its chip) that repeats its figures
 
     def digest(self) -> dict:
         """What the context decides, as plain data (a change of it is a change of the record's reading)."""
         return {"build": self.build.version, "set_aside": self.build.problem,
-                "twin": self.twin["source_url"] if self.twin else None, "twin_build": self.twin_build.version}
+                "twin": self.twin["source_url"] if self.twin else None, "twin_build": self.twin_build.version,
+                "repeated_by": self.repeated_by}
 
 
 def _number(value: Any) -> Any:
@@ -282,6 +290,7 @@ def relay_context(records: list[dict], specs: dict[str, SourceSpec]) -> list[Rel
     out = [RelayContext(build=b) for b in builds]
     for i, j in twins.items():
         out[i].twin, out[i].twin_build = records[j], builds[j]
+        out[j].repeated_by = str(records[i].get("hardware") or "")
     return out
 
 
@@ -440,7 +449,10 @@ def candidates(record: dict, specs: dict[str, SourceSpec],
             return found, True
     home = record["source_url"].split("#", 1)[0]
     thread = next((s for s in specs.values() if s.url == home), None)
-    return _relayed_candidates(record, thread.protocol if thread else {}, TOKATLAS_VIA, context.build), False
+    found = _relayed_candidates(record, thread.protocol if thread else {}, TOKATLAS_VIA, context.build)
+    if context.repeated_by is not None:
+        found = [replace(c, reasons=[*c.reasons, REPEATED.format(context.repeated_by)]) for c in found]
+    return found, False
 
 
 def _unchecked_build(record: dict) -> RelayedBuild:
