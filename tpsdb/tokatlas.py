@@ -15,6 +15,10 @@ What a record says is read fully, as what the relay states about the post:
   tool (llama-bench: one user, the per-user figure);
 - the thread's protocol (sources/*.toml): the model its alias names, with the parameter count and the file size
   the protocol cites, applied only to the formats it lists and to a record that gives no other parameter count.
+  tokatlas drops llama-bench's params and size columns, so a relayed row cannot tell the thread's Llama 2 7B from
+  another model llama-bench also labels "llama 7B": the thread's prescription decides, as it does for the 4167
+  scoreboard. Threads without a source file (10879, 15021, 23313: no stored copy of their opening post to cite)
+  get no protocol, and their rows stay rejections naming the model's parameters and file size.
 
 The 4167 opening post's scoreboard rows are read with the thread's protocol by the scraper's scoreboard reader. A
 row whose figures repeat a dated comment of the thread (tokatlas relays both) is that comment's figure: it takes
