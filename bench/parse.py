@@ -21,7 +21,7 @@ sys.path.insert(0, str(ROOT))
 
 from tpsdb.collect.extract import PostContext, extract_post  # noqa: E402
 from tpsdb.collect.github import posts_from_html_page  # noqa: E402
-from tpsdb.sources import load_sources  # noqa: E402
+from tpsdb.kinds import load_sources  # noqa: E402
 
 FIXTURES = ROOT / "tests" / "fixtures" / "github" / "ggml-org" / "llama.cpp" / "discussions"
 

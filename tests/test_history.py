@@ -323,3 +323,28 @@ def test_without_a_stated_count_absence_withdraws_nothing(served):
     assert "note: the source states no count of comments, replies: posts missing from this read were not " \
            "withdrawn" in result.stdout
     assert active(db, REMOVED) == kept and kept
+
+
+def test_any_relay_gives_way_to_a_direct_reading(served, tmp_path):
+    """Issue 17 item 6: the history rule is keyed by data (a figure's `source.via`), not by one relay's name."""
+    db, server = served
+    relayed = {
+        "source": {"url": "https://github.com/ggml-org/llama.cpp/discussions/4167", "retrieved_at": "2026-09-06",
+                   "published_at": "2023-11-22", "author": None, "quote": "M1 7 cores: Q4_0 TG 14.19",
+                   "via": {"title": "a blog that is not tokatlas", "publisher": "someone", "published_at": None,
+                           "url": "https://example.org/post"}},
+        "hardware": {"name": "Apple M1 (7-core GPU)"},
+        "model": {"name": "Llama 2 7B", "params_b": 6.74, "file_size_gb": 3.79}, "quantization": "Q4_0",
+        "software": {"name": "llama.cpp", "version": "8e672efe", "options": {}},
+        "lengths": {"prompt_tokens": 0, "generated_tokens": 128, "context_depth": 0},
+        "concurrency": {"users": 1, "figure": "per_user"},
+        "nature": {"kind": "measured", "procedure": "llama-bench -p 512 -n 128 -ngl 99"},
+        "phase": "generation", "tokens_per_second": 14.19, "stddev": None}
+    path = tmp_path / "relayed.jsonl"
+    path.write_text(json.dumps(relayed, ensure_ascii=False) + "\n", encoding="utf-8")
+    run_cli("add", str(path), db=db)
+    before = rows(db, "select id, status from measurement where via_title = 'a blog that is not tokatlas'")
+    assert [r["status"] for r in before] == ["active"]
+    refresh(db, server, "llamacpp-4167")
+    after = rows(db, "select status from measurement where id = ?", before[0]["id"])
+    assert after[0]["status"] == "superseded"

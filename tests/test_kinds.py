@@ -2,9 +2,8 @@
 
 from conftest import run_cli
 from tpsdb.db import make_engine
-from tpsdb.kinds import kind_names
+from tpsdb.kinds import kind_names, load_sources
 from tpsdb.refresh import due_sources
-from tpsdb.sources import load_sources
 
 
 def test_every_module_of_the_kinds_package_is_a_registered_kind():

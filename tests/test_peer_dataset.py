@@ -11,7 +11,7 @@ import pytest
 from conftest import ROOT, run_cli
 from fixture_server import Fault, FixtureServer
 from refresh_helpers import dump, refresh, refresh_json, rows, server_env
-from test_peers import OP_4167, TOKATLAS, import_file, tokatlas_slice
+from test_peers import OP_4167, TOKATLAS, import_file, tokatlas_bytes, tokatlas_slice
 from tpsdb.store import MEASUREMENT_COLUMNS, REJECTION_COLUMNS
 
 PATH = "/raw/tokatlas/llamacpp_discussions.json"
@@ -43,7 +43,7 @@ def stored(db) -> tuple[list[tuple], list[tuple]]:
 
 def test_a_peer_refresh_stores_what_the_importer_stores_then_answers_304(served, tmp_path):
     db, server, peer_refresh = served
-    server.override(PATH, TOKATLAS.read_bytes())
+    server.override(PATH, tokatlas_bytes())
     first = peer_refresh()
     assert first["status"] == "ok" and first["transport"] == "http" and first["posts"] == 1981
     assert first["note"] is None  # a whole file is a complete read: absence withdraws
@@ -51,7 +51,7 @@ def test_a_peer_refresh_stores_what_the_importer_stores_then_answers_304(served,
     run_cli("init", "--no-seed", db=imported)
     assert import_file(imported, TOKATLAS).exit_code == 1  # the relay's rejections make the import exit 1
     figures, rejections = stored(db)
-    assert (len(figures), len(rejections)) == (198, 3656)
+    assert (len(figures), len(rejections)) == (596, 3258)
     assert (figures, rejections) == stored(imported)
     assert {r["via_title"] for r in rows(db, "SELECT via_title FROM measurement")} == {"tokatlas"}
     # Each record is a post of the peer source, linked to the file (the figures link to the thread's comment).
@@ -66,9 +66,9 @@ def test_a_peer_refresh_stores_what_the_importer_stores_then_answers_304(served,
 
 def test_a_changed_peer_file_supersedes_and_withdraws(served, tmp_path):
     db, server, peer_refresh = served
-    server.override(PATH, tokatlas_slice(tmp_path, [0, 1, 1129]).read_bytes())
+    server.override(PATH, tokatlas_slice(tmp_path, [0, 1, 1898]).read_bytes())
     assert peer_refresh()["new"] == 4  # records 0 and 1: the 4167 scoreboard, read with its protocol
-    data = json.loads(tokatlas_slice(tmp_path, [0, 1129]).read_bytes())
+    data = json.loads(tokatlas_slice(tmp_path, [0, 1898]).read_bytes())
     # The peer corrected record 0's generation figure (its quote and its value); record 1 is gone.
     record = data["records"][0]
     record["tps"], record["quote"] = 8.5, record["quote"].replace("TG   [t/s]: 7.92", "TG   [t/s]: 8.5")
@@ -81,7 +81,7 @@ def test_a_changed_peer_file_supersedes_and_withdraws(served, tmp_path):
         (108.21, "superseded"), (7.92, "superseded"), (107.81, "withdrawn"), (14.19, "withdrawn"),
         (108.21, "active"), (8.5, "active")]
     assert [f["supersedes_id"] for f in figures[4:]] == [figures[0]["id"], figures[1]["id"]]
-    assert rows(db, "SELECT COUNT(*) AS n FROM rejection WHERE status = 'active'")[0]["n"] == 2  # record 1129
+    assert rows(db, "SELECT COUNT(*) AS n FROM rejection WHERE status = 'active'")[0]["n"] == 1  # record 1898 (27593: a prompt figure only)
 
 
 @pytest.mark.parametrize("fault", [Fault("status", 502), Fault("truncate"), Fault("cut")],

@@ -10,7 +10,7 @@ import pytest
 from conftest import ROOT, run_cli
 from refresh_helpers import SOURCES, TOKEN, dump, refresh, rows, truth_items
 from tpsdb.collect.machines import canonical_hardware
-from tpsdb.sources import load_sources
+from tpsdb.kinds import load_sources
 
 SPECS = load_sources()
 FIELDS = ("hardware, model, quantization, software_version, phase, prompt_tokens, generated_tokens, context_depth, "

@@ -360,7 +360,8 @@ def query(
 
 # ---------------------------------------------------------------------------------------------- sources
 def _specs(sources_dir: Path | None) -> dict:
-    from .sources import SourceFileError, load_sources
+    from .kinds import load_sources
+    from .sources import SourceFileError
 
     try:
         return load_sources(sources_dir)

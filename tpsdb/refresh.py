@@ -24,12 +24,12 @@ from sqlmodel import Session, select
 
 from .collect.completeness import Completeness, IncompleteRead
 from .collect.extract import PostContext
-from .collect.github import PageFormatError
 from .collect.http import Cached, Fetched, FetchError, PoliteSession, redact
+from .errors import PageFormatError
+from .history import retire, supersede_relayed
 from .kinds import Archive, KindSettingsError, SourceKind, kind_for
 from .kinds import Post as FetchedPost
 from .models import Measurement, Post, RefreshRun, Rejection, Snapshot, Source, Status
-from .peers import supersede_relayed
 from .sources import SourceSpec
 from .store import Provenance, Store, archive_snapshot
 
@@ -349,7 +349,7 @@ def apply_snapshots(session: Session, source: Source, kind: SourceKind, chain: l
                           published_at=fetched.created_at[:10] if fetched.created_at else None,
                           author=fetched.author, protocol=kind.spec.protocol)
         if fetched.deleted:  # a deleted comment's figures are withdrawn, not replaced
-            summary.withdrawn += _retire(session, row.id, set(), set(), Status.withdrawn)
+            summary.withdrawn += retire(session, row.id, set(), set(), Status.withdrawn)
             continue
         candidates = kind.candidates(fetched, ctx)
         _apply_candidates(session, store, source, row, snap, candidates, summary, first_reading)
@@ -359,7 +359,7 @@ def apply_snapshots(session: Session, source: Source, kind: SourceKind, chain: l
         if withdraw_absent and external_id not in seen and row.status == Status.active:
             row.status = Status.withdrawn
             session.add(row)
-            summary.withdrawn += _retire(session, row.id, set(), set(), Status.withdrawn)
+            summary.withdrawn += retire(session, row.id, set(), set(), Status.withdrawn)
     store.flush()
     # A direct reading outranks what a peer dataset relayed of the same post, whichever is stored first: the posts
     # read here supersede the relays of them, and a peer's figures (which name the post they are of) give way to a
@@ -405,7 +405,7 @@ def _apply_candidates(session: Session, store: Store, source: Source, post: Post
             summary.rejected += result.outcome == "rejected"
     if not first_reading:
         store.flush()
-        _retire(session, post.id, figure_keys, rejection_keys, Status.superseded)
+        retire(session, post.id, figure_keys, rejection_keys, Status.superseded)
     for slot, key in new_by_slot.items():
         old = old_by_slot.get(slot)
         if old is not None and old.figure_key != key:
@@ -415,18 +415,6 @@ def _apply_candidates(session: Session, store: Store, source: Source, post: Post
                             .values(supersedes_id=old.id))
         else:
             summary.new += 1
-
-
-def _retire(session: Session, post_id: int, keep_figures: set[str], keep_rejections: set[str], status: Status) -> int:
-    """Mark a post's active figures and rejections that are no longer read from it. Returns figures retired."""
-    plain = {"synchronize_session": False}  # one statement each; no loaded object reads these statuses again
-    retired = session.execute(update(Measurement).where(
-        Measurement.post_id == post_id, Measurement.status == Status.active,
-        Measurement.figure_key.not_in(keep_figures)).values(status=status), execution_options=plain).rowcount
-    session.execute(update(Rejection).where(
-        Rejection.post_id == post_id, Rejection.status == Status.active,
-        Rejection.candidate_key.not_in(keep_rejections)).values(status=status), execution_options=plain)
-    return retired
 
 
 def _next_due(session: Session, source: Source | None, spec: SourceSpec) -> datetime | None:

@@ -21,6 +21,7 @@ from lxml import etree
 from tpsdb.collect.completeness import Completeness, Count
 from tpsdb.collect.extract import body_html_of, drop_element, parse_body, parse_page
 from tpsdb.collect.http import Cached, Fetched, FetchError, PoliteSession, check_same_origin
+from tpsdb.errors import PageFormatError  # re-exported: the class moved to tpsdb.errors
 
 __all__ = [
     "Cached", "PageFormatError", "Post", "canonical_url", "discussion_url", "fetch_discussion_graphql",
@@ -30,10 +31,6 @@ __all__ = [
 
 GITHUB = "https://github.com"
 MAX_PAGES = 1000  # a pagination chain longer than this is a loop, not a thread
-
-
-class PageFormatError(ValueError):
-    """The bytes are not the discussion page (or API answer) they should be: a bad page, never data."""
 
 
 @dataclass

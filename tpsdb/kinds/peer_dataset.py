@@ -1,6 +1,7 @@
 """`peer_dataset`: a data file another project publishes (one JSON file at a URL), each of its records relayed as
-candidates naming the peer as `source.via`. One format so far, tokatlas (tpsdb.peers, `data/peers/tokatlas/`):
-the records and their candidates are the importer's (`tpsdb import tokatlas`), read by the same code.
+candidates naming the peer as `source.via`. One format so far, tokatlas (tpsdb.tokatlas, `../shared/peers/tokatlas/`):
+the records and their candidates are the importer's (`tpsdb import tokatlas`), read by the same code, each record
+in the context of the whole file (its post's build checked against the other posts' dated builds).
 
 Each record is one post (its slot in the file, "tokatlas:ID"): a record whose content changes has its figures
 superseded, a record gone from the file is withdrawn. The file states no record count, but a whole-file read is
@@ -18,10 +19,11 @@ import json
 
 from tpsdb.collect.completeness import Completeness
 from tpsdb.collect.extract import Candidate, PostContext
-from tpsdb.collect.github import PageFormatError
+from tpsdb.errors import PageFormatError, PeerFileError
 from tpsdb.kinds.base import OneFileKind, Post
+from tpsdb.tokatlas import FORMATS, RelayContext, parse_tokatlas, relay_context, slots, slotted_candidates
 
-FORMATS = ("tokatlas",)  # tpsdb.peers.FORMATS, named here so that loading a source file imports no database code
+_CONTEXT = "tpsdb_relay_context"  # the key of a post body that holds its record's context, not a record field
 
 
 class PeerDataset(OneFileKind):
@@ -30,6 +32,7 @@ class PeerDataset(OneFileKind):
     def __init__(self, spec):
         super().__init__(spec)
         self._threads: dict | None = None  # the source files beside this one, read once per run
+        self._contexts: dict[str, RelayContext] = {}  # each record's place in the file read (by its slot)
 
     @classmethod
     def check(cls, spec) -> str | None:
@@ -43,8 +46,6 @@ class PeerDataset(OneFileKind):
         return f"{unknown[0]}: not a setting of the peer_dataset kind" if unknown else None
 
     def read(self, pages: list[bytes], transport: str) -> tuple[list[tuple[int, Post]], Completeness]:
-        from tpsdb.peers import PeerFileError, parse_tokatlas, slots
-
         try:
             records = parse_tokatlas(pages[0], self.spec.url)
         except PeerFileError as error:
@@ -53,16 +54,25 @@ class PeerDataset(OneFileKind):
             return [], Completeness.of_file("the peer's file holds no records (emptied, or a placeholder): nothing "
                                             "is withdrawn on its word")
         record_slots, _ = slots(records)
+        self._contexts = dict(zip(record_slots, relay_context(records, self._sources())))
+        # A post's body is its record and what the file says of it: a record whose build another record now
+        # contradicts (or whose comment twin changed) reads as changed, and its figures are derived again.
         posts = [(0, Post(external_id=slot, permalink=f"{self.spec.url}#{slot}", kind="record", parent_id=None,
                           author=None, created_at=None, edited_at=None, minimized=False, deleted=False,
-                          body=json.dumps(record, sort_keys=True, ensure_ascii=False)))
+                          body=json.dumps({**record, _CONTEXT: self._contexts[slot].digest()}, sort_keys=True,
+                                          ensure_ascii=False)))
                  for record, slot in zip(records, record_slots)]
         return posts, Completeness.of_file(None)  # the whole file parsed: every record is read
 
     def candidates(self, post: Post, ctx: PostContext) -> list[Candidate]:
-        from tpsdb.peers import slotted_candidates
-        from tpsdb.sources import load_sources
+        record = json.loads(post.body)
+        record.pop(_CONTEXT, None)
+        return slotted_candidates(record, post.external_id, self._sources(), self._contexts.get(post.external_id))[0]
 
+    def _sources(self) -> dict:
+        """The source files beside this one (the threads' protocols), read once per run."""
         if self._threads is None:
+            from tpsdb.kinds import load_sources  # the package's loader: imported when a run reads its records
+
             self._threads = load_sources(self.spec.directory) if self.spec.directory else {}
-        return slotted_candidates(json.loads(post.body), post.external_id, self._threads)[0]
+        return self._threads
