@@ -15,6 +15,7 @@ from sqlalchemy import text
 from sqlmodel import Session
 
 from conftest import ROOT, VALID_RECORD, run_cli
+from shared_data import DGX_SPARK_MD, need
 from tpsdb import db
 from tpsdb.models import Hardware
 from tpsdb.publish.ceiling import CeilingError, compute, format_text
@@ -749,7 +750,7 @@ def test_a_quoted_table_row_shows_its_tables_header_line_from_the_snapshot(tmp_p
     it is a row of the source's table, never a guessed header."""
     dgx = ("https://github.com/ggml-org/llama.cpp/blob/4c7e9893c4ca8eec35d032726d14b74fae76cff8/benches/"
            "dgx-spark.md")
-    run_cli("ingest", str(ROOT / "data" / "sources" / "llama.cpp-benches-dgx-spark.md"), "--source-url", dgx,
+    run_cli("ingest", str(need(DGX_SPARK_MD)), "--source-url", dgx,
             "--hardware", SPARK, "--retrieved-at", "2026-11-30", db=empty_db)
     with db.make_engine(str(empty_db)).connect() as conn:
         tables = {d.name: build_table(conn, d) for d in load_definitions()}

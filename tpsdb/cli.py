@@ -543,7 +543,7 @@ _INGEST_HINTS = {
 @app.command("import")
 def import_cmd(
     fmt: Annotated[str, typer.Argument(metavar="FORMAT", help="The peer dataset's format: tokatlas.")],
-    file: Annotated[Path, typer.Argument(help="The peer's data file (tokatlas: data/peers/tokatlas/*.json).")],
+    file: Annotated[Path, typer.Argument(help="The peer's data file (tokatlas: ../shared/peers/tokatlas/*.json).")],
     sources_dir: SourcesDir = None,
     db_url: DbOption = None,
 ) -> None:
