@@ -29,9 +29,16 @@ HARDWARE = "AMD Radeon 8060S"
 _QUANT_SUFFIX = re.compile(r"[-.](?:UD-)?(?:I?Q\d\w*|BF16|F16|F32|MXFP4|mxfp4)$")
 
 
+# File names of models tpsdb already names otherwise (the seed's threads and reference): the same model, one name.
+# llama-2-7b.Q4_0.gguf is the Llama 2 7B file the llama.cpp threads benchmark (6.74 B parameters as every run here
+# states); gpt-oss-20b/120b are OpenAI's gpt-oss, named as llama-bench labels them (data/reference/models.toml).
+_KNOWN_MODELS = {"llama-2-7b": "Llama 2 7B", "gpt-oss-20b": "gpt-oss 20B", "gpt-oss-120b": "gpt-oss 120B"}
+
+
 def model_name(model_clean: str) -> str:
     """The model a file name is of: "Qwen3.6-35B-A3B-UD-Q8_K_XL" -> "Qwen3.6-35B-A3B"."""
-    return _QUANT_SUFFIX.sub("", model_clean) or model_clean
+    name = _QUANT_SUFFIX.sub("", model_clean) or model_clean
+    return _KNOWN_MODELS.get(name.lower(), name)
 
 
 def read(data: bytes, ctx: FileContext) -> list[Candidate]:
