@@ -136,3 +136,27 @@ def test_bad_settings_are_refused_naming_the_field(tmp_path, setting, problem):
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     with pytest.raises(SourceFileError, match=problem):
         load_source(path)
+
+
+def test_a_sibling_file_is_read_at_the_newest_commit_and_handed_to_the_reader(tmp_path, empty_db):
+    """lhl's results.jsonl names its machine in the system_info.json beside it: the kind fetches that sibling and
+    the reader's figures name the machine it states."""
+    repo, path, info = "lhl/strix-halo-testing", "llm-bench/m/results.jsonl", "llm-bench/m/system_info.json"
+    raw = {"build_commit": "a4575513", "build_number": 5863, "backends": "ROCm", "model_type": "qwen3 32B Q8_0",
+           "model_filename": "/models/Qwen3-32B-Q8_0.gguf", "model_size": 34811744256,
+           "model_n_params": 32762123264, "n_prompt": 512, "n_gen": 0, "n_depth": 0, "avg_ts": 75.5}
+    line = json.dumps({"start_time": 1, "mode": "pp", "value": 512, "bench_raw": raw}, separators=(",", ":"))
+    sources = tmp_path / "sources"
+    sources.mkdir()
+    (sources / "lhl.toml").write_text(
+        f'key = "{KEY}"\nurl = "https://github.com/{repo}/blob/{A}/{path}"\nkind = "repo_file"\nrepo = "{repo}"\n'
+        f'path = "{path}"\nformat = "lhl"\nsiblings = ["{info}"]\n', encoding="utf-8")
+    with FixtureServer(root=tmp_path / "no-fixtures") as server:
+        server.override(f"/repos/{repo}/commits", json.dumps([commit(A, "2025-08-09")]).encode())
+        server.override(f"/raw/{repo}/{A}/{path}", (line + "\n").encode())
+        server.override(f"/raw/{repo}/{A}/{info}", b'{"cpu": "AMD RYZEN AI MAX+ 395 w/ Radeon 8060S"}')
+        summary = _refresh(empty_db, server, sources)
+    assert (summary["status"], summary["new"], summary["requests"]) == ("ok", 1, 3)  # listing, file, sibling
+    (figure,) = rows(empty_db, "SELECT hardware, quote, tokens_per_second FROM measurement_full")
+    assert (figure["hardware"], figure["tokens_per_second"]) == ("AMD Radeon 8060S", 75.5)
+    assert figure["quote"] in line
