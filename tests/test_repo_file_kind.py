@@ -160,3 +160,24 @@ def test_a_sibling_file_is_read_at_the_newest_commit_and_handed_to_the_reader(tm
     (figure,) = rows(empty_db, "SELECT hardware, quote, tokens_per_second FROM measurement_full")
     assert (figure["hardware"], figure["tokens_per_second"]) == ("AMD Radeon 8060S", 75.5)
     assert figure["quote"] in line
+
+
+def test_a_listing_of_more_than_a_page_is_followed_by_its_link_header(served, monkeypatch):
+    """GitHub lists at most per_page commits a page (100): the kind follows `Link: rel="next"` while a page is full,
+    and reads every version. Two commits a page here (the command runs in this process), so three make two pages."""
+    monkeypatch.setattr("tpsdb.kinds.repo_file.PER_PAGE", 2)
+    db, server, sources = served
+    shas = [f"{n:040x}" for n in range(1, 4)]  # newest first
+    path = f"/repos/{REPO}/commits"
+    link = {"Link": "<{base}" + path + '?path=x&per_page=2&page=2>; rel="next"'}
+    server._set(("GET", path, None, None), json.dumps([commit(s, "2026-01-05") for s in shas[:2]]).encode(),
+                "application/json", link)
+    server._set(("GET", path, None, "2"), json.dumps([commit(shas[2], "2026-01-04")]).encode(), "application/json")
+    for number, sha in enumerate(shas):
+        # every version repeats the oldest one's run and adds one of its own: three versions, three runs
+        own = [] if sha == shas[-1] else [run("llama-2-7b.Q4_0", "tg128", 10.0 + number)]
+        server.override(f"/raw/{REPO}/{sha}/{PATH}", results(run("llama-2-7b.Q4_0", "pp512", 1000.0), *own))
+    summary = _refresh(db, server, sources)
+    assert (summary["status"], summary["new"], summary["requests"]) == ("ok", 3, 2 + 3)
+    cited = rows(db, "SELECT source_url FROM measurement WHERE tokens_per_second = 1000.0")
+    assert cited == [{"source_url": f"https://github.com/{REPO}/blob/{shas[-1]}/{PATH}"}]  # the oldest version
