@@ -181,3 +181,32 @@ def test_a_listing_of_more_than_a_page_is_followed_by_its_link_header(served, mo
     assert (summary["status"], summary["new"], summary["requests"]) == ("ok", 3, 2 + 3)
     cited = rows(db, "SELECT source_url FROM measurement WHERE tokens_per_second = 1000.0")
     assert cited == [{"source_url": f"https://github.com/{REPO}/blob/{shas[-1]}/{PATH}"}]  # the oldest version
+
+
+def test_a_version_found_between_two_stored_ones_takes_the_runs_it_first_published(served, tmp_path):
+    """The seed holds versions A and C; a refresh finds B between them, which already had a run stored as C's: the
+    run is now cited at B, C's figure of it is superseded, and it is still one active figure."""
+    db, server, sources = served
+    C = "c" * 40
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    (shared / "a.json").write_bytes(V1)
+    (shared / "c.json").write_bytes(V2)
+    (sources / f"{KEY}.toml").write_text(source_file(
+        f'{{ file = "a.json", commit = "{A}", date = "2026-01-05" }}, '
+        f'{{ file = "c.json", commit = "{C}", date = "2026-03-01" }}'), encoding="utf-8")
+    run_cli("load", KEY, "--shared", str(shared), "--sources-dir", str(sources), db=db)
+    assert {f["tokens_per_second"]: f["source_url"] for f in _figures(db)}[900.0] == \
+        f"https://github.com/{REPO}/blob/{C}/{PATH}"
+    server.override(f"/repos/{REPO}/commits", json.dumps(
+        [commit(C, "2026-03-01"), commit(B, "2026-02-07"), commit(A, "2026-01-05")]).encode())
+    server.override(f"/raw/{REPO}/{B}/{PATH}", V2)
+    server.override(f"/raw/{REPO}/{C}/{PATH}", V2)
+    summary = _refresh(db, server, sources)
+    assert (summary["status"], summary["new"], summary["withdrawn"]) == ("ok", 1, 0)
+    figures = _figures(db)
+    assert [f["tokens_per_second"] for f in figures] == [50.25, 900.0, 1500.5]
+    assert next(f for f in figures if f["tokens_per_second"] == 900.0)["source_url"] == \
+        f"https://github.com/{REPO}/blob/{B}/{PATH}"
+    superseded = rows(db, "SELECT source_url FROM measurement WHERE status = 'superseded'")
+    assert superseded == [{"source_url": f"https://github.com/{REPO}/blob/{C}/{PATH}"}]
