@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 
 from tpsdb.readers import FileContext, reader
-from tpsdb.readers.xiongjiedai import gpu_count, mac_of
+from tpsdb.readers.xiongjiedai import elide_prompt, gpu_count, mac_of
 from tpsdb.record import validate
 
 BENCH_OUT = """ggml_cuda_init: found 2 CUDA devices:
@@ -83,3 +83,14 @@ def test_file_names_state_the_gpu_count_and_the_mac():
     assert [gpu_count(p) for p in ("a/4090_v3.ipynb", "a/3090_6.ipynb", "a/A100_SXM_4_v3.ipynb")] == [1, 6, 4]
     assert mac_of("LLaMA 3/Mac/M1max_64GB.ipynb") == "Apple M1 Max"
     assert mac_of("LLaMA 3/Gaming GPUs/4090_v3.ipynb") is None
+
+
+def test_a_long_prompt_on_the_command_line_is_cut_in_the_procedure_saying_so():
+    prompt = "It was the best of times, it was the worst of times, " * 10
+    cell = (f'!./main -ngl 1 -n 1024 -m ./models/7B-v2/ggml-model-q4_0.gguf -p "{prompt}"', MAIN_OUT)
+    candidates = read("LLaMA 2/Mac/M3_16GB.ipynb", notebook(cell))
+    procedures = {c.record["nature"]["procedure"] for c in candidates}
+    assert procedures == {"main -ngl 1 -n 1024 -m ./models/7B-v2/ggml-model-q4_0.gguf -p "
+                          f'"{prompt[:60]}…" (the cell\'s prompt, {len(prompt)} characters)'}
+    short = elide_prompt('llama-bench -p 512 -m x.gguf')
+    assert short == 'llama-bench -p 512 -m x.gguf'

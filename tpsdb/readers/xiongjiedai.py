@@ -40,6 +40,27 @@ def gpu_count(path: str) -> int:
     return int(found.group(1)) if found else 1
 
 
+# The `./main` runs pass their whole prompt on the command line (-p "It was the best of times, …": 2,000 characters
+# of Dickens). The procedure keeps every option and says where the prompt is, rather than repeat it in each figure.
+_PROMPT_ARG = re.compile(r'(?P<flag>(?:^|\s)(?:-p|--prompt)\s+)(?P<q>"""|"|\')(?P<text>.*?)(?P=q)', re.S)
+_PROMPT_KEPT = 60
+
+
+def elide_prompt(command: str | None) -> str | None:
+    """The command with a long -p "…" prompt cut to its start and its length (the notebook's cell holds it)."""
+    if not command:
+        return command
+
+    def cut(m: re.Match) -> str:
+        text = m.group("text")
+        if len(text) <= _PROMPT_KEPT:
+            return m.group(0)
+        q = m.group("q")
+        return f"{m.group('flag')}{q}{text[:_PROMPT_KEPT]}…{q} (the cell's prompt, {len(text)} characters)"
+
+    return _PROMPT_ARG.sub(cut, command)
+
+
 _MAC = re.compile(r"^(M\d)(max|pro|ultra)?(?:_|$)", re.I)
 
 
@@ -86,6 +107,7 @@ def read(data: bytes, ctx: FileContext) -> list[Candidate]:
             if record["software"]["version"] is None and main_build:
                 record["software"]["version"] = lb.format_version(main_build.group(1), main_build.group(2))
             model = record["model"]
+            record["nature"]["procedure"] = elide_prompt(record["nature"]["procedure"])
             folder = _MODEL_FOLDER.search(record["nature"]["procedure"] or "")
             if folder:
                 size, family, variant = folder.groups()
