@@ -184,10 +184,16 @@ def test_reparse_equals_a_fresh_refresh(served, tmp_path):
     assert dump(db) == fresh
 
 
-def test_due_refresh_and_sources_listing(served):
+def test_due_refresh_and_sources_listing(served, tmp_path):
     db, server = served
     env = server_env(server)
-    listing = json.loads(run_cli("sources", "--format", "json", db=db).stdout)
+    # the shipped source files of the llama.cpp threads and their relays: the ones the fixture server plays
+    sources = tmp_path / "sources"
+    sources.mkdir()
+    for path in [*(ROOT / "sources").glob("llamacpp-*.toml"), *(ROOT / "sources").glob("tokatlas-*.toml")]:
+        (sources / path.name).write_bytes(path.read_bytes())
+    env["TPSDB_SOURCES_DIR"] = str(sources)
+    listing = json.loads(run_cli("sources", "--format", "json", db=db, env=env).stdout)
     assert {s["key"]: s["status"] for s in listing} == {
         "llamacpp-4167": "never run", "llamacpp-15013": "never run", "llamacpp-16578": "never run",
         # shipped with enabled = false: listed, never due
@@ -197,7 +203,7 @@ def test_due_refresh_and_sources_listing(served):
     assert len(json.loads(first.stdout)) == 3
     again = run_cli("refresh", "--due", db=db, env=env)
     assert "no source is due" in again.stdout
-    listing = {s["key"]: s for s in json.loads(run_cli("sources", "--format", "json", db=db).stdout)}
+    listing = {s["key"]: s for s in json.loads(run_cli("sources", "--format", "json", db=db, env=env).stdout)}
     assert listing["llamacpp-16578"]["status"] == "ok" and listing["llamacpp-16578"]["figures"] > 0
     assert listing["llamacpp-16578"]["next_due"] != "now"
 

@@ -13,17 +13,10 @@ from typer.testing import CliRunner
 import tpsdb.cli
 from conftest import ROOT, run_cli
 from refresh_helpers import refresh, rows
+from shared_data import TOKATLAS_JSON, need
 from test_publish import SPARK, TG128, ULTRA, build, build_db, definition, rec
 
-# The peer's file where it lives (../shared, read in place, never copied into the project): tests that need it
-# skip without it.
-TOKATLAS = ROOT.parent / "shared" / "peers" / "tokatlas" / "llamacpp_discussions.json"
-
-
-def tokatlas_bytes() -> bytes:
-    if not TOKATLAS.is_file():
-        pytest.skip("../shared/peers/tokatlas is not here")
-    return TOKATLAS.read_bytes()
+TOKATLAS = TOKATLAS_JSON
 OP_4167 = "https://github.com/ggml-org/llama.cpp/discussions/4167"
 # A slice of the real file: two condensed rows of the 4167 opening post's scoreboard (M1, 7 GPU cores: Q8_0 and
 # Q4_0), one whole row of it (M2 Ultra 86ed72d2 + FA, F16), a 15013 comment, a 27593 row with only a prompt
@@ -36,7 +29,7 @@ ALWAYS_MISSING = ["lengths.context_depth: missing", "model.file_size_gb: missing
 
 
 def tokatlas_slice(tmp_path: Path, indexes=SLICE) -> Path:
-    data = json.loads(tokatlas_bytes())
+    data = json.loads(need(TOKATLAS).read_bytes())
     path = tmp_path / "slice.json"
     path.write_text(json.dumps({"source": data["source"], "records": [data["records"][i] for i in indexes]}))
     return path
@@ -123,7 +116,7 @@ def test_tokatlas_slice_exact_counts_and_reasons(empty_db, tmp_path):
 
 
 def test_tokatlas_model_label_maps_through_the_protocol_alias_only_with_its_params(empty_db, tmp_path):
-    data = json.loads(tokatlas_bytes())
+    data = json.loads(need(TOKATLAS).read_bytes())
     with_params = next(r for r in data["records"] if r["params"] == "6.74B" and "4167#" in r["source_url"])
     path = tmp_path / "one.json"
     path.write_text(json.dumps({"records": [with_params, data["records"][1129]]}))
@@ -231,7 +224,7 @@ def test_relayed_row_read_fully_and_an_inconsistent_build_is_a_reason(empty_db, 
 
 
 def test_scoreboard_row_repeating_a_dated_comment_is_that_comments_figure(empty_db, tmp_path):
-    data = json.loads(tokatlas_bytes())
+    data = json.loads(need(TOKATLAS).read_bytes())
     board = next(r for r in data["records"] if r["source_url"] == OP_4167 and r["hardware"] == "M5 Max (40 GPU)"
                  and r["quant"] == "Q4_0")
     comment = next(r for r in data["records"] if r["source_url"].endswith("-18152504") and r["quant"] == "Q4_0")
@@ -264,7 +257,7 @@ def test_whole_file_relay_counts():
     from tpsdb.kinds import load_sources
     from tpsdb.tokatlas import parse_tokatlas, relay_context
 
-    records = parse_tokatlas(tokatlas_bytes(), "tokatlas")
+    records = parse_tokatlas(need(TOKATLAS).read_bytes(), "tokatlas")
     contexts = relay_context(records, load_sources())
     noted = Counter(r["source_url"].split("#")[0].rsplit("/", 1)[1] for r in records
                     if re.search(r"config=b\d{5}(;|$)", r.get("notes") or ""))
