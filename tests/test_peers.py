@@ -7,7 +7,6 @@ import re
 from collections import Counter
 from pathlib import Path
 
-import pytest
 from typer.testing import CliRunner
 
 import tpsdb.cli
