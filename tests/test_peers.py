@@ -16,6 +16,12 @@ from shared_data import TOKATLAS_JSON, need
 from test_publish import SPARK, TG128, ULTRA, build, build_db, definition, rec
 
 TOKATLAS = TOKATLAS_JSON
+
+
+def tokatlas_bytes() -> bytes:
+    return need(TOKATLAS).read_bytes()
+
+
 OP_4167 = "https://github.com/ggml-org/llama.cpp/discussions/4167"
 # A slice of the real file: two condensed rows of the 4167 opening post's scoreboard (M1, 7 GPU cores: Q8_0 and
 # Q4_0), one whole row of it (M2 Ultra 86ed72d2 + FA, F16), a 15013 comment, a 27593 row with only a prompt
@@ -28,7 +34,7 @@ ALWAYS_MISSING = ["lengths.context_depth: missing", "model.file_size_gb: missing
 
 
 def tokatlas_slice(tmp_path: Path, indexes=SLICE) -> Path:
-    data = json.loads(need(TOKATLAS).read_bytes())
+    data = json.loads(tokatlas_bytes())
     path = tmp_path / "slice.json"
     path.write_text(json.dumps({"source": data["source"], "records": [data["records"][i] for i in indexes]}))
     return path
@@ -115,7 +121,7 @@ def test_tokatlas_slice_exact_counts_and_reasons(empty_db, tmp_path):
 
 
 def test_tokatlas_model_label_maps_through_the_protocol_alias_only_with_its_params(empty_db, tmp_path):
-    data = json.loads(need(TOKATLAS).read_bytes())
+    data = json.loads(tokatlas_bytes())
     with_params = next(r for r in data["records"] if r["params"] == "6.74B" and "4167#" in r["source_url"])
     path = tmp_path / "one.json"
     path.write_text(json.dumps({"records": [with_params, data["records"][1129]]}))
@@ -223,7 +229,7 @@ def test_relayed_row_read_fully_and_an_inconsistent_build_is_a_reason(empty_db, 
 
 
 def test_scoreboard_row_repeating_a_dated_comment_is_that_comments_figure(empty_db, tmp_path):
-    data = json.loads(need(TOKATLAS).read_bytes())
+    data = json.loads(tokatlas_bytes())
     board = next(r for r in data["records"] if r["source_url"] == OP_4167 and r["hardware"] == "M5 Max (40 GPU)"
                  and r["quant"] == "Q4_0")
     comment = next(r for r in data["records"] if r["source_url"].endswith("-18152504") and r["quant"] == "Q4_0")

@@ -128,7 +128,8 @@ def test_a_missing_copy_fails_the_load_and_stores_nothing(served, tmp_path):
     ('siblings = "x"', "siblings: not a list of paths"),
 ])
 def test_bad_settings_are_refused_naming_the_field(tmp_path, setting, problem):
-    from tpsdb.sources import SourceFileError, load_source
+    from tpsdb.kinds import load_source
+    from tpsdb.sources import SourceFileError
 
     name = setting.split(" = ")[0]
     lines = [line for line in source_file().splitlines() if not line.startswith(name + " =")] + [setting]
