@@ -120,7 +120,8 @@ def _figures(row: dict, line: str, n: int, ctx: FileContext, model_map: dict[str
     for k, point in enumerate(curve):
         if not isinstance(point, dict):
             continue
-        at = count(point.get("concurrency"))
+        # two spellings of a curve point: {concurrency, output_tok_s} and {conc, out_tps}
+        at = count(point.get("concurrency", point.get("conc")))
         if at == users:
             continue  # the row's own figure
         why = list(reasons)
@@ -128,7 +129,7 @@ def _figures(row: dict, line: str, n: int, ctx: FileContext, model_map: dict[str
             why.append("concurrency.figure: a curve point of a run that is not an aggregate one (what it measures "
                        "at other concurrencies is not stated)")
         out.append(_figure(ctx, line, f"{row.get('run_id') or f'l{n}'}:curve{k}", why, fields, options, figure,
-                           at, number(point.get("output_tok_s"))))
+                           at, number(point.get("output_tok_s", point.get("out_tps")))))
     return out
 
 
@@ -136,7 +137,7 @@ def _figure(ctx: FileContext, line: str, slot: str, reasons: list[str], fields: 
             figure: str | None, users: int | None, value: float | None) -> Candidate:
     why = list(reasons)
     if value is None:
-        why.append("tokens_per_second: the row gives no output_tok_s")
+        why.append("tokens_per_second: the row (or curve point) gives no output tokens/s")
     prompt, gen, _ = fields["lengths"]
     procedure = _PROCEDURE.format(kind={"per_user": "single-stream", "aggregate": "aggregate"}.get(figure or "", "?"),
                                   users=users, prompt=prompt, gen=gen)
