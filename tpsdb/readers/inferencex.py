@@ -40,7 +40,6 @@ NAME = "inferencex"
 SOFTWARE = None  # per point: SGLang, TensorRT-LLM, Dynamo…
 RANGE_RATIO = 0.8
 CONFIG_REPO = "https://github.com/SemiAnalysisAI/InferenceX"
-_PRECISIONS = {"fp8": ("FP8",), "fp4": ("NVFP4", "MXFP4"), "bf16": ("BF16",), "fp16": ("F16",)}
 
 
 def read(data: bytes, ctx: FileContext) -> list[Candidate]:
@@ -75,10 +74,12 @@ def _figures(point: Any, quote: str, k: int, ctx: FileContext) -> list[Candidate
     if config and found is None:
         reasons.append(f"model.file_size_gb: no cited size for the checkpoint {config['checkpoint']!r} "
                        "(data/reference/datasets-b-*.toml)")
-    quantization = found.quantization if found else None
-    wanted = _PRECISIONS.get(str(point.get("precision")))
-    if found and (wanted is None or quantization not in wanted):
-        reasons.append(f"quantization: the checkpoint is {quantization}, the answer says {point.get('precision')!r}")
+    quantization = _format(str(point.get("precision")), config["checkpoint"]) if config else None
+    if config and quantization is None:
+        reasons.append(f"quantization: {point.get('precision')!r} with the checkpoint {config['checkpoint']!r}: "
+                       "which format is not stated")
+    if found and quantization and found.quantization != quantization:
+        reasons.append(f"quantization: the checkpoint cited is {found.quantization}, the run's is {quantization}")
     gpus = _gpus(point)
     conc, isl, osl = count(point.get("conc")), count(point.get("isl")), count(point.get("osl"))
     options: dict[str, Any] = {
@@ -114,10 +115,25 @@ def _figures(point: Any, quote: str, k: int, ctx: FileContext) -> list[Candidate
             figure_options["throughput"] = "per GPU: the run's output tokens/s divided by its GPUs"
         out.append(candidate(
             ctx, quote, f"{slot}:{metric}", why, software=framework, published_at=run_day,
-            hardware=hardware, model=model_block(found), quantization=quantization,
+            hardware=hardware, model=model_block(found, config["checkpoint"] if config else None),
+            quantization=quantization,
             version=image, options=figure_options, lengths=(isl, osl, 0), users=conc, figure=figure,
             procedure=f"{procedure}; {metric}", phase="generation", value=value))
     return out
+
+
+def _format(precision: str, checkpoint: str) -> str | None:
+    """The named format of a run: fp8 is FP8; fp4 is MXFP4 or NVFP4 as the checkpoint's name says (AMD's
+    MXFP4 checkpoints, NVIDIA's FP4/NVFP4 ones); None when the name does not say."""
+    name = checkpoint.lower()
+    if precision == "fp8":
+        return "FP8"
+    if precision == "fp4":
+        if "mxfp4" in name:
+            return "MXFP4"
+        if name.startswith("nvidia/") and ("nvfp4" in name or "fp4" in name):
+            return "NVFP4"
+    return None
 
 
 def _gpus(point: dict) -> int | None:

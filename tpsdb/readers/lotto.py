@@ -74,6 +74,8 @@ def _figures(row: dict, line: str, n: int, ctx: FileContext, model_map: dict[str
         reasons.append(f"record: schema_version {row.get('schema_version')!r}, not 2")
     ref = row.get("checkpoint_ref")
     repo = model_map.get(ref) if isinstance(ref, str) else None
+    if repo is None and isinstance(ref, str) and ref.count("/") == 1:
+        repo = ref  # the row names the Hugging Face repository itself ("poolside/Laguna-S-2.1-INT4")
     found = None
     if repo is None:
         reasons.append(f"model.name: the checkpoint {ref!r} is not named in model-map.json")
