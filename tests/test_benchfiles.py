@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from shared_data import DGX_SPARK_MD, need
 from tpsdb.collect.benchfiles import extract_bench_file, rows_from_text
 from tpsdb.collect.extract import PostContext
 from tpsdb.record import validate
@@ -106,7 +107,7 @@ def test_bytes_without_a_format_are_sniffed(name):
 
 def test_markdown_file_of_llama_cpp_benches():
     """llama.cpp's benches/dgx-spark.md: five models, each a batched-bench table and a llama-bench table."""
-    candidates = extract_bench_file(FILES / "llama.cpp-benches-dgx-spark.md", None, CTX, None)
+    candidates = extract_bench_file(need(DGX_SPARK_MD), None, CTX, None)
     batched = [c.record for c in candidates if c.record["concurrency"]["figure"] == "aggregate"]
     single = [c.record for c in candidates if c.record["concurrency"]["figure"] == "per_user"]
     assert (len(batched), len(single)) == (5 * 18 * 2, 5 * 10)

@@ -12,12 +12,16 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from shared_data import DGX_SPARK_MD, text_or_empty
 from test_tools import LLAMA_CLI, MLX, OLLAMA, SERVER, SGLANG, SWEEP, VLLM
 from tpsdb.collect.extract import PostContext, extract_post, extract_text
 from tpsdb.record import _value_in_quote, quote_numbers, validate
 
 ROOT = Path(__file__).resolve().parent.parent
-DGX_LINES = (ROOT / "data" / "sources" / "llama.cpp-benches-dgx-spark.md").read_text(encoding="utf-8").splitlines()
+# The DGX Spark file with the machine line the project's copy of it had (data/sources/, now read from ../shared): the
+# same input as before, so the same examples. "" without ../shared: the fuzz then starts from the other outputs.
+_DGX = text_or_empty(DGX_SPARK_MD).splitlines()
+DGX_LINES = _DGX[:3] + ["hardware: NVIDIA DGX Spark"] + _DGX[3:] if _DGX else []
 CTX = PostContext("https://github.com/ggml-org/llama.cpp/discussions/1#discussioncomment-2", "2026-12-01",
                   "2026-11-30", "someone", {})
 REAL = ["\n".join(DGX_LINES), LLAMA_CLI, SERVER, SWEEP, OLLAMA, MLX, VLLM, SGLANG]

@@ -6,13 +6,14 @@ import subprocess
 
 from conftest import ROOT, run_cli
 from refresh_helpers import rows
+from shared_data import DGX_SPARK_MD, SHARED, need
 
 BENCH = ROOT / "tests" / "fixtures" / "benchfiles"
 DGX_URL = "https://github.com/ggml-org/llama.cpp/blob/4c7e9893c4ca8eec35d032726d14b74fae76cff8/benches/dgx-spark.md"
 
 
 def test_ingest_markdown_is_idempotent_and_archived(empty_db):
-    path = ROOT / "data" / "sources" / "llama.cpp-benches-dgx-spark.md"
+    path = need(DGX_SPARK_MD)
     args = ("ingest", str(path), "--source-url", DGX_URL, "--hardware", "NVIDIA DGX Spark", "--retrieved-at",
             "2026-11-30")
     first = run_cli(*args, db=empty_db).stdout
@@ -59,6 +60,7 @@ def test_ingest_refuses_bad_input_and_stores_nothing(tmp_path, empty_db):
 
 
 def test_seed_rebuilds_to_the_committed_bytes(tmp_path):
+    need(SHARED)  # the seed is built from the shared data folder, read in place
     out = tmp_path / "seed.sql"
     env = {**os.environ, "PYTHONPATH": str(ROOT), "TPSDB": str(tmp_path / "tpsdb")}
     (tmp_path / "tpsdb").write_text(f'#!/bin/sh\nexec "{os.sys.executable}" -m tpsdb "$@"\n')

@@ -22,12 +22,13 @@ import pytest
 from typer.testing import CliRunner
 
 import tpsdb.cli
+from shared_data import DGX_SPARK_MD, need
 from tpsdb import record, store
 from tpsdb.collect import benchfiles, extract, github, http, llamabench, machines, timings
 from tpsdb.collect.extract import PostContext, extract_text
 
 ROOT = Path(__file__).resolve().parent.parent
-DGX = ROOT / "data" / "sources" / "llama.cpp-benches-dgx-spark.md"
+DGX = DGX_SPARK_MD
 CTX = PostContext("https://example.org/x", "2026-12-01", None, None, {})
 SHORT, LONG = 10 ** 3, 10 ** 5
 MAX_RATIO = 1000  # linear: 100 to 400 on a busy machine (the long lines miss the cache); quadratic: 10,000 and more
@@ -269,7 +270,7 @@ def _extract_time(text: str) -> float:
 
 
 def test_d8_extraction_time_grows_linearly_with_the_file():
-    text = DGX.read_text(encoding="utf-8")
+    text = need(DGX).read_text(encoding="utf-8")
     with time_limit(60, "extract_text"):
         (small, n_small), (large, n_large) = _extract_time(text * 4), _extract_time(text * 64)
         if large / small >= 16 * 3:  # a busy machine: the best of a few runs before failing

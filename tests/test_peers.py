@@ -10,9 +10,10 @@ from typer.testing import CliRunner
 import tpsdb.cli
 from conftest import ROOT, run_cli
 from refresh_helpers import refresh, rows
+from shared_data import TOKATLAS_JSON, need
 from test_publish import SPARK, TG128, ULTRA, build, build_db, definition, rec
 
-TOKATLAS = ROOT / "data" / "peers" / "tokatlas" / "llamacpp_discussions.json"
+TOKATLAS = TOKATLAS_JSON
 OP_4167 = "https://github.com/ggml-org/llama.cpp/discussions/4167"
 # A slice of the real file: two condensed rows of the 4167 opening post's scoreboard (M1, 7 GPU cores: Q8_0 and
 # Q4_0), one whole row of it (M2 Ultra 86ed72d2 + FA, F16), a 15013 comment, a 27593 row with only a prompt
@@ -25,7 +26,7 @@ ALWAYS_MISSING = ["lengths.context_depth: missing", "model.file_size_gb: missing
 
 
 def tokatlas_slice(tmp_path: Path, indexes=SLICE) -> Path:
-    data = json.loads(TOKATLAS.read_bytes())
+    data = json.loads(need(TOKATLAS).read_bytes())
     path = tmp_path / "slice.json"
     path.write_text(json.dumps({"source": data["source"], "records": [data["records"][i] for i in indexes]}))
     return path
@@ -105,7 +106,7 @@ def test_tokatlas_slice_exact_counts_and_reasons(empty_db, tmp_path):
 
 
 def test_tokatlas_model_label_maps_through_the_protocol_alias_only_with_its_params(empty_db, tmp_path):
-    data = json.loads(TOKATLAS.read_bytes())
+    data = json.loads(need(TOKATLAS).read_bytes())
     with_params = next(r for r in data["records"] if r["params"] == "6.74B" and "4167#" in r["source_url"])
     path = tmp_path / "one.json"
     path.write_text(json.dumps({"records": [with_params, data["records"][1129]]}))

@@ -376,6 +376,30 @@ def refresh(
         typer.echo("no source is due")
 
 
+@app.command()
+def load(
+    names: Annotated[Optional[list[str]], typer.Argument(help="Source keys whose [seed] copies to load.")] = None,
+    seeded: Annotated[bool, typer.Option("--seeded", help="Every source file that has a [seed] table.")] = False,
+    shared: Annotated[Path, typer.Option("--shared", metavar="DIR", help="Folder the copies' paths start from.")]
+    = Path("../shared"),
+    fmt: TableOrJson = "table",
+    sources_dir: SourcesDir = None,
+    db_url: DbOption = None,
+) -> None:
+    """Store sources from their [seed] copies (files copied from where they live), offline, through the same kind
+    and engine as a refresh: one transaction per source, each copy cited at its commit. Exit 1 if one failed."""
+    from .seedload import has_seed, load_source
+
+    check_choice("--format", fmt, ("table", "json"))
+    specs = _specs(sources_dir)
+    if not names and not seeded:
+        fail("name the sources to load, or pass --seeded (every source file with a [seed] table)")
+    keys = _pick(specs, names) if names else [key for key, spec in specs.items() if has_seed(spec)]
+    engine = open_db(db_url)
+    _run_sources(engine, keys, lambda key: load_source(engine, specs[key], shared, progress=_progress),
+                 as_json=fmt == "json", wait=False)
+
+
 def _progress(message: str) -> None:
     typer.echo(message, err=True)
 
@@ -519,7 +543,7 @@ _INGEST_HINTS = {
 @app.command("import")
 def import_cmd(
     fmt: Annotated[str, typer.Argument(metavar="FORMAT", help="The peer dataset's format: tokatlas.")],
-    file: Annotated[Path, typer.Argument(help="The peer's data file (tokatlas: data/peers/tokatlas/*.json).")],
+    file: Annotated[Path, typer.Argument(help="The peer's data file (tokatlas: ../shared/peers/tokatlas/*.json).")],
     sources_dir: SourcesDir = None,
     db_url: DbOption = None,
 ) -> None:

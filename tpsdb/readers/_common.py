@@ -1,0 +1,59 @@
+"""What the dataset readers share: the exact text span of each JSON object in a file (a figure's quote is the
+record as it stands in the file), a stable slot from a run's identity, and the context every record cites."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+from tpsdb.collect.extract import PostContext
+from tpsdb.readers import FileContext
+
+
+def post_context(ctx: FileContext, protocol: dict | None = None) -> PostContext:
+    """The provenance every candidate of this file carries: the file at its commit, its date, no author."""
+    return PostContext(permalink=ctx.url, retrieved_at=ctx.retrieved_at, published_at=ctx.published_at,
+                       author=None, protocol=protocol or {})
+
+
+def array_spans(text: str, key: str) -> list[tuple[dict, str]]:
+    """The objects of the JSON array at top-level `key` ("runs": [...]), each with its exact text in the file.
+    Raises ValueError when the key or the array is missing (the file is then not of this schema)."""
+    at = text.find(f'"{key}"')
+    if at < 0:
+        raise ValueError(f"{key}: missing (not a file of this schema)")
+    position = text.index("[", at) + 1
+    decoder, spans = json.JSONDecoder(), []
+    while True:
+        while position < len(text) and text[position] in " \t\r\n,":
+            position += 1
+        if position >= len(text):
+            raise ValueError(f"{key}: the array is never closed")
+        if text[position] == "]":
+            return spans
+        obj, end = decoder.raw_decode(text, position)
+        if isinstance(obj, dict):
+            spans.append((obj, text[position:end]))
+        position = end
+
+
+def member_span(line: str, key: str) -> str | None:
+    """The exact text of the object `"key": {...}` inside one JSON line, or None when the key holds no object."""
+    marker = f'"{key}":'
+    at = line.find(marker)
+    if at < 0:
+        return None
+    position = at + len(marker)
+    while position < len(line) and line[position] in " \t":
+        position += 1
+    if not line.startswith("{", position):
+        return None
+    _, end = json.JSONDecoder().raw_decode(line, position)
+    return line[position:end]
+
+
+def run_slot(*identity) -> str:
+    """A slot from what makes a run that run (not its place in the file): the same run read from another version
+    of the file gets the same slot, so it is one figure however many versions repeat it."""
+    text = json.dumps(identity, sort_keys=True, ensure_ascii=False, default=str)
+    return "run:" + hashlib.sha256(text.encode()).hexdigest()[:20]
