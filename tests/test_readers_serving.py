@@ -208,3 +208,13 @@ def test_no_shared_file_is_copied_into_the_project():
     assert not {"benchmarks.jsonl", "benchmark_cache.json", "benchmarks-history.json", "model-map.json"} \
         & names_in_project
     assert not [p for p in names_in_project if p.endswith("summary_results.json")]
+
+
+def test_an_inferencex_fp4_checkpoint_named_by_a_local_path_states_no_format():
+    point = inferencex_point(hardware="b200", framework="dynamo-trt", precision="fp4", image=None, date="2026-02-10",
+                             disagg=True, num_prefill_gpu=8, num_decode_gpu=16)
+    candidate = reader("inferencex").read(json.dumps([point]).encode(), CTX)[0]
+    assert candidate.record["quantization"] is None
+    assert any("'fp4' with the checkpoint 'deepseek-r1-fp4': which format is not stated" in r
+               for r in candidate.reasons)
+    assert candidate.record["hardware"]["name"] == "24x NVIDIA B200"  # prefill and decode GPUs
