@@ -179,7 +179,8 @@ def test_a_truncated_empty_or_failed_answer_fails_the_source_and_withdraws_nothi
 
 
 def test_a_source_file_is_checked(tmp_path):
-    from tpsdb.sources import SourceFileError, load_source
+    from tpsdb.kinds import load_source
+    from tpsdb.sources import SourceFileError
 
     bad = {"format": 'format = "nope"', "queries": "queries = [1]", "url": "",
            "seed": '[seed]\ncopies = [{file = "/etc/x", date = "2026-01-01"}]'}

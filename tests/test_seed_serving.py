@@ -10,10 +10,9 @@ from datetime import date
 import pytest
 
 from conftest import ROOT
-from tpsdb.kinds import kind_for
+from tpsdb.kinds import kind_for, load_source
 from tpsdb.readers import FileContext, reader
 from tpsdb.record import validate
-from tpsdb.sources import load_source
 
 SHARED = ROOT.parent / "shared"
 pytestmark = pytest.mark.skipif(not (SHARED / "datasets").is_dir(), reason="../shared/datasets is absent")
