@@ -26,6 +26,7 @@ from tpsdb.collect.machines import canonical_hardware, devices_hardware
 __all__ = ["extract_bench_file", "rows_from_text"]
 
 FORMATS = ("json", "jsonl", "csv", "sql", "md", "txt")
+LLAMA_CPP = "llama.cpp"  # the software of every llama-bench result file
 SQL_TABLES = ("test", "llama_bench")  # llama-bench's own table name, and the one compare-llama-bench uses
 
 
@@ -246,7 +247,7 @@ def _candidate(row: dict, quote: str, index: int, ctx: PostContext, hardware: st
         ctx, quote, hardware=_hardware(row, hardware),
         model={"name": model_name(label, params_b, ctx.protocol or {}, files), "params_b": params_b,
                "file_size_gb": round(size / 1e9, 2) if size else None},
-        quantization=quant, version=lb.format_version(build, row.get("build_commit")),
+        quantization=quant, software=LLAMA_CPP, version=lb.format_version(build, row.get("build_commit")),
         options=_options(row, reasons), lengths=(n_prompt, n_gen, depth), users=1, figure="per_user",
         procedure=lb.LLAMA_BENCH, phase=phase, value=_number(row.get("avg_ts")), stddev=_number(row.get("stddev_ts")))
     candidate = Candidate(record, f"row{index}:{phase or 'unknown'}", reasons)

@@ -32,7 +32,8 @@ from lxml import etree
 
 from tpsdb.collect import llamabench as lb
 from tpsdb.collect.machines import (
-    canonical_hardware, device_on_line, devices_hardware, hardware_mentions, hardware_patterns, may_name_device,
+    canonical_hardware, default_devices, device_on_line, devices_hardware, hardware_mentions, hardware_patterns,
+    may_name_device, select_devices,
 )
 
 __all__ = ["Candidate", "PostContext", "extract_post", "extract_text", "model_name", "new_record",
@@ -420,9 +421,14 @@ class Machine:
     name: str
     kind: str  # "gpu" | "cpu" | "soc" (machines.Mention.kind)
     source: str  # "device" | "heading" | "line"
+    # A device list (source "device"): every device the log lists, (index, raw name, integrated), so that a run's
+    # options (-sm none, -dev, -ts) can name the devices it used; `name` is llama.cpp's default choice of them.
+    devices: tuple[tuple[int, str, bool], ...] = ()
 
 
 AMBIGUOUS_HARDWARE = "hardware.name: ambiguous ({})"
+UNNAMED_DEVICES = "hardware.name: the run's devices ({}) are not all named"
+CPU_ONLY = "the run found no GPU (CPU only)"
 # The backends of a llama-bench row that run on the host processor: such a row's machine is the CPU the post names.
 _CPU_BACKENDS = {"cpu", "blas", "cpu,blas", "blas,cpu", "openblas", "cpu, blas", "accelerate"}
 
@@ -454,20 +460,27 @@ def read_clues(pieces: list[Piece], kinds: list[str | None]) -> list[Clue]:
         heading = piece.kind == "heading"
         stated = heading or lb.may_state_version(whole)
         batched = "main:" in whole
-        if not (machines or devices or builds or stated or batched or "llama-b" in whole):
+        cpu_words = lb.may_say_cpu_only(whole)
+        forks = "llama" in whole
+        if not (machines or devices or builds or stated or batched or cpu_words or forks or "llama-b" in whole):
             continue
-        runs: list[list[tuple[int, str]]] = []  # the device lines of each run printed in this piece
+        runs: list[list[tuple[int, int, str, bool]]] = []  # the device lines of each run printed in this piece
         for j, line in enumerate(lines):
             device = device_on_line(line) if devices else None
             if device:
                 index, name = device
                 if not runs or index == 0 or index != len(runs[-1]):  # "Device 0" again: another run's log
                     runs.append([])
-                runs[-1].append((j, name))
+                runs[-1].append((j, index, name, _integrated(line)))
+            elif cpu_words and lb.says_cpu_only(line):
+                clues.append(Clue((i, j), "cpu_only", True))
             elif machines:
                 source = "heading" if piece.kind == "heading" else "line"
                 clues += [Clue((i, j), "hardware", Machine(m.name, m.kind, source))
                           for m in hardware_mentions(line, machines)]
+            fork = lb.fork_label(line) if forks else None
+            if fork:
+                clues.append(Clue((i, j), "fork", fork))
             version = lb.parse_build(line) if builds else None
             if version:
                 clues.append(Clue((i, j), "version", version))
@@ -478,13 +491,14 @@ def read_clues(pieces: list[Piece], kinds: list[str | None]) -> list[Clue]:
             params = lb.parse_batched_params(line) if batched else None
             if params:
                 clues.append(Clue((i, j), "batched_params", params))
-        # The devices of one run name its machine together (8 devices -> "8x ...").
+        # The devices of one run name its machine together (8 devices -> "8x ..."): those llama.cpp uses by default.
         for run in runs:
-            machine = devices_hardware([name for _, name in run])
-            if machine:
+            listed = tuple((index, name, integrated) for _, index, name, integrated in run)
+            machine = devices_hardware([name for _, name, _ in default_devices(listed)])
+            if machine:  # a device no name says anything of ("AMD Radeon Graphics") names no machine
                 kinds = {m.kind for m in hardware_mentions(machine)}
                 clues.append(Clue((i, run[0][0]), "hardware", Machine(machine, "soc" if "soc" in kinds else "gpu",
-                                                                       "device")))
+                                                                       "device", listed)))
         # A command may span lines ("\\" continuations). Its line number after joining is only approximate, which
         # is enough: positions only order clues against tables, and a table is always a piece of its own.
         if "llama-b" in whole:  # no command without the tool's name
@@ -516,6 +530,12 @@ class Reading:
         self._bench_tables: dict[int, list[int]] | None = None
         self.table_models: dict[int, ModelRow | None] = {}  # llama-bench table -> its one model (_section_model)
         self._hardware: dict[tuple, tuple[str | None, str | None]] = {}
+        self._pool_cache: dict[str | None, list[_MachinePool]] = {}
+        self._previous_tables: list[int] | None = None
+        self._stated_versions: int | None = None
+        self._build_versions: int | None = None
+        self._next_tables: list[int] | None = None
+        self._commands: dict[str, list[Clue]] = {}
 
     @property
     def clues(self) -> list[Clue]:
@@ -532,54 +552,128 @@ class Reading:
         clues = self._by_kind.get(kind, [])
         return clues if test is None else [c for c in clues if test(c.value)]
 
-    def hardware_at(self, pos: Position, wanted: str | None = None) -> tuple[str | None, str | None]:
-        """(machine, None), or (None, the reason it is unknown) for the figures of a table at `pos`.
+    def hardware_at(self, pos: Position, wanted: str | None = None, since: Position | None = None,
+                    options: dict | None = None) -> tuple[str | None, str | None]:
+        """(machine, None), or (None, the reason it is unknown) for the figures of a table (or a run) at `pos`.
 
         `wanted`: "cpu" for rows a CPU backend ran (the host processor named), "gpu" for the other backends, None
-        when the table does not say (an accelerator, else a processor)."""
-        key = (pos, wanted)
+        when the table does not say (an accelerator, else a processor). `since`: where the run's own block starts
+        (default: after the previous figure table); a line of that block saying no GPU was found ("failed to
+        initialize CUDA", `CUDA_VISIBLE_DEVICES=` empty) makes it a CPU run whatever its backend column says.
+        `options`: the run's -sm/-mg/-dev/-ts, which name the devices it used among those its log lists."""
+        if since is None:
+            since = (self.previous_table(pos[0]), 1 << 30)
+        selection = _selection_key(options)
+        key = (pos, wanted, since, selection)
         found = self._hardware.get(key)
         if found is None:
-            clues = self._of("hardware")
-            if wanted == "cpu":
-                pools = [[c for c in clues if c.value.kind != "gpu"]]
-            else:
-                pools = [[c for c in clues if c.value.kind != "cpu"]]
-                if wanted is None:
-                    pools.append([c for c in clues if c.value.kind == "cpu"])
+            if self._cpu_only_between(since, pos):
+                wanted = "cpu"
             found = (None, None)
-            for pool in pools:
-                found = _machine_for(pool, pos, self.previous_table(pos[0]))
+            for pool in self._pools(wanted):
+                machine, unknown = pool.machine_for(pos, since)
+                if machine is not None and machine.source == "device" and wanted != "cpu":
+                    chosen = select_devices(machine.devices, options or {})
+                    name = devices_hardware([n for _, n, _ in chosen]) if chosen else None
+                    found = (name, None) if name else \
+                        (None, UNNAMED_DEVICES.format(", ".join(n for _, n, _ in chosen) or "none"))
+                elif machine is not None:
+                    found = (machine.name, None)
+                else:
+                    found = (None, unknown)
                 if found != (None, None):
                     break
             self._hardware[key] = found
         return found
 
+    def _pools(self, wanted: str | None) -> list[_MachinePool]:
+        """The machines a table of that kind may take, read once per post (D7: not once per figure)."""
+        pools = self._pool_cache.get(wanted)
+        if pools is None:
+            clues = self._of("hardware")
+            if wanted == "cpu":
+                pools = [_MachinePool([c for c in clues if c.value.kind != "gpu"])]
+            else:
+                pools = [_MachinePool([c for c in clues if c.value.kind != "cpu"])]
+                if wanted is None:
+                    pools.append(_MachinePool([c for c in clues if c.value.kind == "cpu"]))
+            self._pool_cache[wanted] = pools
+        return pools
+
+    def _cpu_only_between(self, since: Position, pos: Position) -> bool:
+        marks = self._of("cpu_only")
+        if not marks:
+            return False
+        k = bisect_left(marks, pos, key=_position)
+        return bool(k) and marks[k - 1].pos > since
+
     def previous_table(self, index: int) -> int:
         """The piece index of the figure table before piece `index` (-1 when none)."""
-        for j in range(index - 1, -1, -1):
-            if self.kinds[j] is not None:
-                return j
-        return -1
+        if self._previous_tables is None:
+            previous, last = [], -1
+            for j, kind in enumerate(self.kinds):
+                previous.append(last)
+                if kind is not None:
+                    last = j
+            self._previous_tables = previous
+        return self._previous_tables[index] if index < len(self._previous_tables) else -1
+
+    def next_table(self, index: int) -> int:
+        """The piece index of the figure table after piece `index` (len(pieces) when none)."""
+        if self._next_tables is None:
+            following, last = [0] * len(self.kinds), len(self.kinds)
+            for j in range(len(self.kinds) - 1, -1, -1):
+                following[j] = last
+                if self.kinds[j] is not None:
+                    last = j
+            self._next_tables = following
+        return self._next_tables[index] if index < len(self._next_tables) else len(self.kinds)
+
+    def software_at(self, pos: Position, default: str = "llama.cpp") -> str:
+        """The fork that printed the figures at `pos`: the one a label since the previous figure table names
+        ("### ik_llama.cpp", "<summary>llama.cpp</summary>"), else the repository the post belongs to, else the
+        tool's own (`default`)."""
+        labels = self._of("fork")
+        k = bisect_left(labels, pos, key=_position)
+        if k and labels[k - 1].pos[0] > self.previous_table(pos[0]):
+            return labels[k - 1].value
+        if "github.com/ikawrakow/ik_llama.cpp" in (self.ctx.permalink or ""):
+            return "ik_llama.cpp"
+        return default
 
     def version_at(self, pos: Position) -> str | None:
         """The build line after the table (llama-bench prints it as a footer), else the last one before; else a
         version the post states in passing: the only one it states, else the nearest before, else after."""
-        found = _after_then_before(self._of("version"), pos)
-        if found:
-            return found
+        builds = self._of("version")
+        if builds:
+            # a build line belongs to the table it follows or precedes, never to one past another figure table
+            # (another run, maybe of another fork); else the post's only build
+            k = bisect_right(builds, pos, key=_position)
+            if k < len(builds) and builds[k].pos[0] < self.next_table(pos[0]):
+                return builds[k].value
+            if k and builds[k - 1].pos[0] > self.previous_table(pos[0]):
+                return builds[k - 1].value
+            if self._build_versions is None:
+                self._build_versions = len({c.value for c in builds})
+            return builds[0].value if self._build_versions == 1 else None
         stated = self._of("stated_version")
-        if len({c.value for c in stated}) == 1:
+        if self._stated_versions is None:
+            self._stated_versions = len({c.value for c in stated})
+        if self._stated_versions == 1:
             return stated[0].value
         return _before_then_after(stated, pos)
 
     def command_at(self, pos: Position, tool: str) -> str | None:
-        found = _before_then_after(self._of("command", lambda v: v[0] == tool), pos)
+        commands = self._commands.get(tool)
+        if commands is None:
+            commands = self._commands[tool] = self._of("command", lambda v: v[0] == tool)
+        found = _before_then_after(commands, pos)
         return found[1] if found else None
 
     def batched_params_at(self, pos: Position) -> dict:
-        before = [c for c in self._of("batched_params") if c.pos < pos]
-        return dict(before[-1].value) if before else {}
+        clues = self._of("batched_params")
+        k = bisect_left(clues, pos, key=_position)
+        return dict(clues[k - 1].value) if k else {}
 
     def section_of(self, index: int) -> int:
         """The section of a piece: how many headings come before it."""
@@ -651,34 +745,75 @@ def _after_then_before(clues: list[Clue], pos: Position):
     return clues[k - 1].value if k else None
 
 
-def _machine_for(clues: list[Clue], pos: Position, previous_table: int) -> tuple[str | None, str | None]:
-    """The machine of a table at `pos` from the machines the post names (of the kind the table wants).
+class _MachinePool:
+    """The machines a post names (of the kinds a table wants), indexed once so that each figure's machine is found
+    by bisection: a post of 16,000 runs takes linear time (D7), not one pass over every clue per figure.
 
-    A log's device lines name the run they print: the last run before the table, else the first after. Headings
+    A log's device lines name the run they print: the last run before the figure, else the first after. Headings
     and lines name the machine of the tables that follow them: the machines named since the previous table (one,
     or several names: ambiguous), else the last one named before. Named only after the table, a machine counts
     when the post names no other one (a heading after a table never names it)."""
-    if not clues:
-        return None, None
-    devices = [c for c in clues if c.value.source == "device"]
-    named = [c for c in clues if c.value.source != "device"]
-    before_devices = [c for c in devices if c.pos < pos]
-    if before_devices:
-        return before_devices[-1].value.name, None
-    before = [c for c in named if c.pos < pos]
-    if before:
-        since = dict.fromkeys(c.value.name for c in before if c.pos[0] > previous_table)
-        if len(since) > 1:
-            return None, AMBIGUOUS_HARDWARE.format(", ".join(since))
-        return (next(iter(since)) if since else before[-1].value.name), None
-    if devices:
-        return devices[0].value.name, None
-    names = dict.fromkeys(c.value.name for c in named)
-    if not any(c.value.source == "line" for c in named):
-        return None, None
-    if len(names) > 1:
-        return None, AMBIGUOUS_HARDWARE.format(", ".join(names))
-    return next(iter(names)), None
+
+    def __init__(self, clues: list[Clue]):
+        self.devices = [c for c in clues if c.value.source == "device"]
+        self.device_pos = [c.pos for c in self.devices]
+        self.named = [c for c in clues if c.value.source != "device"]
+        self.named_pos = [c.pos for c in self.named]
+        # per named clue: the index of the nearest named clue before it with another name (-1 when none), so that
+        # "one name or several since position P" is one comparison
+        self.other_before: list[int] = []
+        for k, clue in enumerate(self.named):
+            if k and self.named[k - 1].value.name != clue.value.name:
+                self.other_before.append(k - 1)
+            else:
+                self.other_before.append(self.other_before[k - 1] if k else -1)
+        self.names = list(dict.fromkeys(c.value.name for c in self.named))
+        self.any_line = any(c.value.source == "line" for c in self.named)
+
+    def machine_for(self, pos: Position, since: Position) -> tuple[Machine | None, str | None]:
+        if not self.devices and not self.named:
+            return None, None
+        k = bisect_left(self.device_pos, pos)
+        if k:
+            return self.devices[k - 1].value, None
+        h = bisect_left(self.named_pos, pos)
+        if h:
+            lo = bisect_right(self.named_pos, since)
+            last = h - 1
+            if lo <= last and self.other_before[last] >= lo:
+                return None, AMBIGUOUS_HARDWARE.format(", ".join(self._names_between(lo, last)))
+            return self.named[last].value, None
+        if self.devices:
+            return self.devices[0].value, None
+        if not self.any_line:
+            return None, None
+        if len(self.names) > 1:
+            return None, AMBIGUOUS_HARDWARE.format(", ".join(self.names[:5]))
+        return self.named[0].value, None
+
+    def _names_between(self, lo: int, last: int) -> list[str]:
+        """Up to five of the distinct names of the named clues lo..last, in reading order (bounded work)."""
+        names: dict[str, None] = {}
+        k = last
+        for _ in range(32):
+            if k < lo or len(names) >= 5:
+                break
+            names.setdefault(self.named[k].value.name)
+            k = self.other_before[k]
+        return list(reversed(names))
+
+
+def _selection_key(options: dict | None) -> tuple:
+    if not options:
+        return ()
+    return tuple((k, str(options[k])) for k in ("sm", "main_gpu", "dev", "ts") if k in options)
+
+
+def _integrated(line: str) -> bool:
+    """A Vulkan device line's `uma: 1`: ggml-vulkan sets uma for an integrated GPU (device->uma =
+    deviceType == eIntegratedGpu, ggml/src/ggml-vulkan/ggml-vulkan.cpp) and registers it as
+    GGML_BACKEND_DEVICE_TYPE_IGPU."""
+    return "uma: 1" in line
 
 
 def _wanted_kind(backend: str | None) -> str | None:
@@ -701,10 +836,12 @@ def new_record(ctx: PostContext, quote: str, **fields) -> dict:
 _NO_LENGTHS = (None, None, None)
 
 
-def _record(ctx: PostContext, quote: str, *, hardware=None, model=None, quantization=None, version=None,
-            options=None, lengths=_NO_LENGTHS, users=None, figure=None, procedure=None, phase=None, value=None,
-            stddev=None) -> dict:
+def _record(ctx: PostContext, quote: str, *, hardware=None, model=None, quantization=None, software=None,
+            version=None, options=None, lengths=_NO_LENGTHS, users=None, figure=None, procedure=None, phase=None,
+            value=None, stddev=None) -> dict:
     """A record v1, built at once (the fields in record order; what is not given is unknown).
+
+    `software`: the name of the software that printed the figure, as its reader knows it (None: unknown).
 
     `hardware`: the machine's name, or the record's whole hardware block when the source states more."""
     return {
@@ -713,7 +850,7 @@ def _record(ctx: PostContext, quote: str, *, hardware=None, model=None, quantiza
         "hardware": hardware if isinstance(hardware, dict) else {"name": hardware},
         "model": model if model is not None else {"name": None, "params_b": None, "file_size_gb": None},
         "quantization": quantization,
-        "software": {"name": "llama.cpp", "version": version, "options": options if options is not None else {}},
+        "software": {"name": software, "version": version, "options": options if options is not None else {}},
         "lengths": {"prompt_tokens": lengths[0], "generated_tokens": lengths[1], "context_depth": lengths[2]},
         "concurrency": {"users": users, "figure": figure},
         "nature": {"kind": "measured", "procedure": procedure},
@@ -747,6 +884,25 @@ def model_name(label: str | None, params_b: float | None, protocol: dict, files:
     if pattern and files and not any(re.search(pattern, f, re.I) for f in files):
         return label
     return alias
+
+
+# The options that say which devices a run used (machines.select_devices), as a command line gives them; a list
+# ("-sm none,layer": one run per value) says nothing of a single row and is left to the table's own columns.
+_RUN_ARGS = {"-sm": "sm", "--split-mode": "sm", "-mg": "main_gpu", "--main-gpu": "main_gpu", "-dev": "dev",
+             "--device": "dev", "-ts": "ts", "--tensor-split": "ts"}
+
+
+def command_run_options(command: str | None) -> dict:
+    """{"sm": "none", "dev": "CUDA1", …} from a command line's -sm/-mg/-dev/-ts (single values only)."""
+    if not command or "-" not in command:
+        return {}
+    tokens = command.split()
+    options = {}
+    for k, token in enumerate(tokens[:-1]):
+        key = _RUN_ARGS.get(token)
+        if key and "," not in tokens[k + 1]:
+            options[key] = tokens[k + 1].strip("\"'")
+    return options
 
 
 _MODEL_FILES = re.compile(r"(?:^|\s)(?:-m|--model)\s+(\"[^\"]+\"|'[^']+'|\S+)")
@@ -818,6 +974,8 @@ def _llama_bench(reading: Reading, t: int, i: int, table: Table) -> list[Candida
     command = reading.command_at(pos, lb.LLAMA_BENCH)
     procedure = command or lb.LLAMA_BENCH
     files = tuple(model_files(command))
+    run_options = command_run_options(command)
+    software = reading.software_at(pos)
     ctx = reading.ctx
     columns = _Columns(table)
     k_value, k_test = columns.at("t/s"), columns.at("test")
@@ -849,10 +1007,11 @@ def _llama_bench(reading: Reading, t: int, i: int, table: Table) -> list[Candida
                 if cell != "":
                     options[name] = reading.option_value(cell)
         (name, params_b, file_size_gb), quantization = model
-        hardware, unknown = reading.hardware_at(pos, _wanted_kind(key_backend(cells)))
+        hardware, unknown = reading.hardware_at(pos, _wanted_kind(key_backend(cells)),
+                                                options={**run_options, **options} if options else run_options)
         record = _record(ctx, quote, hardware=hardware,
                          model={"name": name, "params_b": params_b, "file_size_gb": file_size_gb},
-                         quantization=quantization, version=version, options=dict(options), lengths=_lengths(shape),
+                         quantization=quantization, software=software, version=version, options=dict(options), lengths=_lengths(shape),
                          users=1, figure="per_user", procedure=procedure, phase=shape.phase if shape else None,
                          value=value[0], stddev=value[1])
         out.append(Candidate(record, f"t{t}:r{r}:{shape.phase if shape else 'unknown'}", [unknown] if unknown else []))
@@ -886,6 +1045,7 @@ def _batched_bench(reading: Reading, t: int, i: int, table: Table) -> list[Candi
     version = reading.version_at(pos)
     command = reading.command_at(pos, lb.BATCHED_BENCH)
     procedure = command or lb.BATCHED_BENCH
+    software = reading.software_at(pos)
     options = reading.batched_params_at(pos)
     model = _section_model(reading, i)
     if model and model.backend:
@@ -918,7 +1078,7 @@ def _batched_bench(reading: Reading, t: int, i: int, table: Table) -> list[Candi
             lengths = (pp, 0, 0) if phase == "prompt" else (0, tg, pp)
             record = _record(ctx, quote, hardware=hardware,
                              model={"name": name, "params_b": params_b, "file_size_gb": file_size_gb},
-                             quantization=quantization, version=version, options=dict(options), lengths=lengths,
+                             quantization=quantization, software=software, version=version, options=dict(options), lengths=lengths,
                              users=users, figure="aggregate", procedure=procedure, phase=phase, value=value[0],
                              stddev=value[1])
             candidate = Candidate(record, f"t{t}:r{r}:{phase}", [unknown] if unknown else [])
@@ -972,7 +1132,8 @@ def _scoreboard(reading: Reading, t: int, i: int, table: Table) -> list[Candidat
             record = _record(ctx, quote, hardware=machine,
                              model={"name": protocol.get("model"), "params_b": protocol.get("params_b"),
                                     "file_size_gb": sizes.get(quant)},
-                             quantization=quant, version=version, options=dict(options), lengths=lengths[phase],
+                             quantization=quant, software="llama.cpp", version=version, options=dict(options),
+                             lengths=lengths[phase],
                              users=1, figure="per_user", procedure=procedure, phase=phase, value=value[0])
             out.append(Candidate(record, f"t{t}:r{r}:{quant}-{phase}"))
     return out
@@ -1001,7 +1162,8 @@ def _compare(reading: Reading, t: int, i: int, table: Table) -> list[Candidate]:
                 continue
             record = _record(reading.ctx, quote, hardware=hardware,
                              model={"name": name, "params_b": model.params_b, "file_size_gb": model.file_size_gb},
-                             quantization=model.quant, lengths=_lengths(shape), users=1, figure="per_user",
+                             quantization=model.quant, software=reading.software_at((i, 0)),
+                             lengths=_lengths(shape), users=1, figure="per_user",
                              procedure=lb.LLAMA_BENCH, phase=shape.phase if shape else None, value=value[0],
                              stddev=value[1])
             out.append(Candidate(record, f"t{t}:r{r}:{column}", [reason]))
@@ -1018,7 +1180,8 @@ def _summary(reading: Reading, t: int, i: int, table: Table) -> list[Candidate]:
             continue
         shape = reading.test(test(row))
         record = _record(reading.ctx, quote, hardware=reading.hardware_at((i, 0))[0],
-                         version=reading.version_at((i, 0)), lengths=_lengths(shape), users=1, figure="per_user",
+                         software=reading.software_at((i, 0)), version=reading.version_at((i, 0)),
+                         lengths=_lengths(shape), users=1, figure="per_user",
                          procedure=lb.LLAMA_BENCH, phase=shape.phase if shape else None, value=value[0],
                          stddev=value[1])
         out.append(Candidate(record, f"t{t}:r{r}:{shape.phase if shape else 'unknown'}", [SUMMARY_TABLE]))

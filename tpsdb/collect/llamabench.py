@@ -230,6 +230,44 @@ def _first_version(patterns: list[re.Pattern], line: str) -> str | None:
     return None
 
 
+# ------------------------------------------------------------------------------------------------- forks
+# A line that is only a fork's name labels the output below it ("### ik_llama.cpp", "<summary>llama.cpp</summary>",
+# "**mainline**:"): a post comparing forks says so, and a figure takes the fork of its own label (issue 19).
+_FORK_LABEL = re.compile(r"^[\s#*_>`<summary/:-]{0,30}?(?P<fork>ik_llama\.cpp|llama\.cpp|mainline(?: llama\.cpp)?)"
+                         r"(?:\s*+\((?:CPU|CUDA|Vulkan|ROCm|Metal|main(?:line)?)\))?[\s*_`<>/summary:.-]{0,30}$",
+                         re.I)
+
+
+def fork_label(line: str) -> str | None:
+    """"ik_llama.cpp" or "llama.cpp" when a short line names only that fork, else None."""
+    if len(line) > 80 or "llama" not in line and "mainline" not in line.lower():
+        return None
+    match = _FORK_LABEL.match(line.strip())
+    if not match:
+        return None
+    return "ik_llama.cpp" if match["fork"].lower().startswith("ik_") else "llama.cpp"
+
+
+# ---------------------------------------------------------------------------------------------- CPU-only runs
+# What a run prints or is given when it finds no GPU: ggml-cuda's "ggml_cuda_init: failed to initialize CUDA: no
+# CUDA-capable device is detected" (and before 2024 "ggml_init_cublas: no CUDA devices found, CUDA will be
+# disabled"), an empty or -1 CUDA_VISIBLE_DEVICES / HIP_VISIBLE_DEVICES, `-dev none`. Such a run is the CPU's,
+# whatever the backend column of a build with CUDA says.
+_CPU_ONLY = re.compile(
+    r"failed to initialize (?:CUDA|ROCm|HIP)\b|no (?:CUDA|ROCm) devices found|CUDA will be disabled"
+    r"|(?<![\w-])(?:CUDA|HIP|ROCR)_VISIBLE_DEVICES=(?:\"\"|''|-1)?(?=\s|$)|(?<![\w-])(?:-dev|--device)\s++none\b")
+
+
+def may_say_cpu_only(text: str) -> bool:
+    """Whether a text holds a word every CPU-only sign needs."""
+    return "CUDA" in text or "ROCm" in text or "HIP" in text or "VISIBLE_DEVICES" in text or "none" in text
+
+
+def says_cpu_only(line: str) -> bool:
+    """Whether a line says the run it belongs to found or was given no GPU."""
+    return may_say_cpu_only(line) and _CPU_ONLY.search(line) is not None
+
+
 # ------------------------------------------------------------------------------------------------ commands
 _COMMAND = re.compile(r"(?P<tool>llama-batched-bench|llama-bench)(?P<args>(?:\s+-\S.*)?)$")
 _REDIRECTION = re.compile(r"(?<!\s)\s+\d?>\s*\S+")  # from the start of a blank run only
