@@ -873,6 +873,10 @@ def model_name(label: str | None, params_b: float | None, protocol: dict, files:
     """
     if not label:
         return None
+    if "?B" in label:
+        # llama-bench prints "gpt-oss ?B" for a size its build does not know, for the 20B and the 120B file alike:
+        # no identity; the parameter count the row prints tells the files apart (issue 19)
+        return label.replace("?B", f"{params_b:g}B params") if params_b else None
     aliases = {k.lower(): v for k, v in (protocol.get("model_aliases") or {}).items()}
     alias = aliases.get(label.lower())
     if alias is None:

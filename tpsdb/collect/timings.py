@@ -25,7 +25,7 @@ from pathlib import PurePosixPath, PureWindowsPath
 
 from tpsdb.collect import llamabench as lb
 from tpsdb.collect.extract import (
-    SAMPLING_SPEED, Candidate, Reading, new_record, refuse_unstorable_numbers,
+    SAMPLING_SPEED, Candidate, Reading, command_run_options, new_record, refuse_unstorable_numbers,
 )
 from tpsdb.record import named_quantization
 
@@ -97,6 +97,24 @@ def _nearest(items: list, pos: Position):
 
 def _first(item):
     return item[0]
+
+
+def _within(items: list, since: Position, pos: Position, whole: bool = False):
+    """The value of the last item strictly between `since` and `pos` (items are (pos, …, value) in order), or the
+    whole item with `whole`; None when the block holds none."""
+    k = bisect_left(items, pos, key=_first)
+    if k and items[k - 1][0] > since:
+        return items[k - 1] if whole else items[k - 1][-1]
+    return None
+
+
+def _only(items: list):
+    """The value all the items share (the post states one), else None."""
+    values = {item[-1] for item in items}
+    return items[0][-1] if len(values) == 1 else None
+
+
+_UNSET = object()
 
 
 def _text_lines(reading: Reading):
@@ -175,7 +193,7 @@ def _int_arg(command: str | None, *names: str) -> int | None:
     return int(value) if value and value.isdecimal() and len(value) < 19 else None
 
 
-def _quant_in_name(name: str | None) -> str | None:
+def quant_in_name(name: str | None) -> str | None:
     """A quantization the model's name states ("Qwen3-8B-Q4_K_M.gguf", "Llama-3.2-3B-Instruct-4bit", "-AWQ")."""
     if not name:
         return None
@@ -202,11 +220,13 @@ class _Post:
         self.reading = reading
         self.clues = _read_clues(reading)
         self.out: list[Candidate] = []
+        self._only_file: object = _UNSET
 
     def add(self, quote: str, pos: Position, slot: str, *, software: str | None, version: str | None, model: dict,
             quantization: str | None, lengths: tuple, users: int | None, figure: str, command: str | None,
-            tool: str, phase: str, value: float, reasons: list[str] | None = None) -> None:
-        hardware, unknown = self.reading.hardware_at(pos)
+            tool: str, phase: str, value: float, reasons: list[str] | None = None,
+            since: Position | None = None) -> None:
+        hardware, unknown = self.reading.hardware_at(pos, since=since, options=command_run_options(command))
         record = new_record(self.reading.ctx, quote, hardware=hardware, model=model, quantization=quantization,
                             version=version, options={}, lengths=lengths, users=users, figure=figure,
                             procedure=command, phase=phase, value=value)
@@ -228,53 +248,98 @@ class _Post:
         found = _nearest(self.clues.versions.get(software, []), pos)
         return found[1] if found else None
 
-    def loader(self, key: str, pos: Position) -> str | None:
-        found = _nearest(self.clues.loader.get(key, []), pos)
-        return found[1] if found else None
-
     def gguf_model(self, pos: Position, command: str | None) -> tuple[dict, str | None]:
-        """The model of a llama.cpp run: its loader lines, else the command's model file."""
-        path = self.loader("file", pos) or _arg(command, "-m", "--model")
+        """The model of a llama.cpp run whose output is the table at `pos` (sweep-bench): its loader lines before
+        it since the previous figure table, else its command's model file."""
+        return self.run_model((self.reading.previous_table(pos[0]), 1 << 30), pos, command)
+
+    def run_model(self, since: Position, pos: Position, command: str | None) -> tuple[dict, str | None]:
+        """The model of the run whose block is (since, pos): its loader lines, else its command's `-m`. A run's
+        model facts come from its own block only (D5: a second, trimmed log must not take the first log's model or
+        parameters); a block that names no model file at all takes the post's, when the post names exactly one."""
+        path = _within(self.clues.loader.get("file", []), since, pos) or _arg(command, "-m", "--model")
+        if path:
+            facts = {key: _within(self.clues.loader.get(key, []), since, pos) for key in ("ftype", "params", "size")}
+        else:
+            path = self.only_model_file()
+            facts = {key: _only(self.clues.loader.get(key, [])) if path else None
+                     for key in ("ftype", "params", "size")}
         name = _file_stem(path) if path else None
-        ftype = self.loader("ftype", pos)
-        params, size = self.loader("params", pos), self.loader("size", pos)
-        quant = (lb.normalize_quant(ftype) if ftype else None) or _quant_in_name(name)
+        ftype, params, size = facts["ftype"], facts["params"], facts["size"]
+        quant = (lb.normalize_quant(ftype) if ftype else None) or quant_in_name(name)
         return ({"name": name, "params_b": lb.parse_params_b(params) if params else None,
                  "file_size_gb": lb.parse_size_gb(size) if size else None}, quant)
 
-    def llama_version(self, pos: Position) -> str | None:
-        found = _nearest(self.clues.builds, pos)
-        return found[1] if found else self.reading.version_at(pos)
+    def only_model_file(self) -> str | None:
+        """The one model file the whole post names (loader lines and the llama.cpp commands' -m), else None."""
+        if self._only_file is _UNSET:
+            paths = [p for _, p in self.clues.loader.get("file", [])]
+            paths += [a for _, _, c in self.clues.commands.get("llama", []) if (a := _arg(c, "-m", "--model"))]
+            stems = {_file_stem(p) for p in paths}
+            self._only_file = paths[0] if len(stems) == 1 else None
+        return self._only_file  # type: ignore[return-value]
+
+    def run_command(self, group: str, since: Position, pos: Position) -> tuple[str, str] | tuple[None, None]:
+        """The command of the run whose block is (since, pos): the last one in the block, else the post's only
+        command of that tool (a command shown once for several logs, or after its log)."""
+        commands = self.clues.commands.get(group, [])
+        found = _within(commands, since, pos, whole=True)
+        if found is None:
+            distinct = {c for _, _, c in commands}
+            found = commands[0] if len(distinct) == 1 else None
+        return (found[1], found[2]) if found else (None, None)
+
+    def llama_version(self, pos: Position, since: Position | None = None) -> str | None:
+        """The build of a run: its block's build line; else the post's only build; else (no build line at all)
+        the version the post states (extract.Reading.version_at). Several builds and none in the block: unknown."""
+        builds = self.clues.builds
+        if since is not None:
+            found = _within(builds, since, pos)
+            if found:
+                return found
+        if builds:
+            return builds[0][1] if len({b for _, b in builds}) == 1 else None
+        return self.reading.version_at(pos)
 
     # ------------------------------------------------------------------------------------------ readers
     def llama_logs(self) -> None:
-        prompt_tokens: dict[int, int] = {}  # piece -> the last prompt count read (the depth of what follows)
+        timings = []
         server_at: Position | None = None  # llama-server's "slot print_timing:" line: its timings follow it
-        count = 0
         for pos, line in _text_lines(self.reading):
             if "print_timing" in line and "llama_print_timing" not in line:
                 server_at = pos
             timing = lb.parse_timing(line) if "tokens per second" in line else None
-            if not timing:
-                continue
-            server = server_at is not None and server_at[0] == pos[0] and 0 <= pos[1] - server_at[1] <= 2
-            tool, command = self.command("llama", pos)
+            if timing:
+                server = server_at is not None and server_at[0] == pos[0] and 0 <= pos[1] - server_at[1] <= 2
+                timings.append((pos, line, timing, server))
+        count = 0
+        since: Position = (-1, -1)  # where the current run's block starts: after the previous run's timings
+        group_start = 0
+        for k, (pos, line, timing, server) in enumerate(timings):
+            previous = timings[k - 1][0] if k else None
+            if previous is None or previous[0] != pos[0] or pos[1] - previous[1] > 4:  # a new run's timings
+                since = previous if previous is not None else (-1, -1)
+                group_start = k
+            first = timings[group_start][0]
+            tool, command = self.run_command("llama", since, first)
             if server:
                 tool, command = ("llama-server", command) if tool == "llama-server" else ("llama-server", None)
-            model, quant = self.gguf_model(pos, command)
+            model, quant = self.run_model(since, first, command)
             reasons = [SAMPLING_SPEED] if timing.sampling else []
             slots = _int_arg(command, "-np", "--parallel")
             if server and slots and slots > 1:
                 reasons.append(SERVER_SLOTS.format(slots))
             if timing.phase == "prompt" and not timing.sampling:
-                prompt_tokens[pos[0]] = timing.tokens
                 lengths: tuple = (timing.tokens, 0, 0)
             else:
-                lengths = (0, timing.tokens, None if server else prompt_tokens.get(pos[0]))
-            self.add(line.strip(), pos, f"log{count}:{timing.phase}", software=LLAMA_CPP,
-                     version=self.llama_version(pos), model=model, quantization=quant, lengths=lengths, users=1,
-                     figure="per_user", command=command, tool=tool or "llama.cpp", phase=timing.phase,
-                     value=timing.tokens_per_second, reasons=reasons)
+                # generation follows the run's own prompt (its prompt line in the same timings), at that depth
+                prompt = next((t.tokens for _, _, t, _ in timings[group_start:k]
+                               if t.phase == "prompt" and not t.sampling), None)
+                lengths = (0, timing.tokens, None if server else prompt)
+            self.add(line.strip(), pos, f"log{count}:{timing.phase}", software=self.reading.software_at(pos),
+                     version=self.llama_version(first, since), model=model, quantization=quant, lengths=lengths,
+                     users=1, figure="per_user", command=command, tool=tool or "llama.cpp", phase=timing.phase,
+                     value=timing.tokens_per_second, reasons=reasons, since=since)
             count += 1
 
     def sweep_tables(self) -> None:
@@ -291,7 +356,8 @@ class _Post:
             pos = (i, 0)
             tool, command = self.command("sweep", pos)
             model, quant = self.gguf_model(pos, command)
-            version = self.llama_version(pos)
+            version = self.llama_version(pos, (self.reading.previous_table(i), 1 << 30))
+            software = self.reading.software_at(pos, IK_LLAMA_CPP)
             for r, (row, quote) in enumerate(zip(table.rows, table.quotes)):
                 cells = [row[column[n]] if column[n] < len(row) else "" for n in ("pp", "tg", "n_kv")]
                 if not all(c.isdecimal() for c in cells):
@@ -303,7 +369,7 @@ class _Post:
                     value = lb.parse_value(row[k]) if k < len(row) else None
                     if value is None:
                         continue
-                    self.add(quote, pos, f"t{t}:r{r}:{phase}", software=IK_LLAMA_CPP, version=version,
+                    self.add(quote, pos, f"t{t}:r{r}:{phase}", software=software, version=version,
                              model=dict(model), quantization=quant, lengths=lengths, users=1, figure="per_user",
                              command=command, tool="llama-sweep-bench", phase=phase, value=value[0])
 
@@ -335,7 +401,7 @@ class _Post:
             quote = f"{count_line}\n{line.strip()}" if count_line else line.strip()
             self.add(quote, pos, f"ollama{len(self.out)}:{phase}", software=OLLAMA,
                      version=self.version(OLLAMA, pos), model={"name": name, "params_b": None, "file_size_gb": None},
-                     quantization=_quant_in_name(name), lengths=lengths, users=1, figure="per_user",
+                     quantization=quant_in_name(name), lengths=lengths, users=1, figure="per_user",
                      command=command, tool="ollama run --verbose", phase=phase, value=value)
 
     def mlx(self) -> None:
@@ -358,7 +424,7 @@ class _Post:
             name = _arg(command, "--model")
             self.add(line.strip(), pos, f"mlx{len(self.out)}:{phase}", software=MLX_LM,
                      version=self.version(MLX_LM, pos), model={"name": name, "params_b": None, "file_size_gb": None},
-                     quantization=_quant_in_name(name), lengths=lengths, users=1, figure="per_user",
+                     quantization=quant_in_name(name), lengths=lengths, users=1, figure="per_user",
                      command=command, tool="mlx_lm.generate", phase=phase, value=value)
 
     def serving(self) -> None:
@@ -415,7 +481,7 @@ class _Post:
                        "end_to_end": (prompt, output, 0)}[phase]
             self.add(line, (i, j), f"serving{len(self.out)}:{phase}", software=software,
                      version=self.version(software, (i, j)) if software else None,
-                     model={"name": name, "params_b": None, "file_size_gb": None}, quantization=_quant_in_name(name),
+                     model={"name": name, "params_b": None, "file_size_gb": None}, quantization=quant_in_name(name),
                      lengths=lengths, users=users, figure="aggregate", command=command,
                      tool=tool or "serving benchmark", phase=phase, value=value, reasons=reasons)
 
