@@ -277,3 +277,27 @@ def test_d8_extraction_time_grows_linearly_with_the_file():
             large = min([large] + [_extract_time(text * 64)[0] for _ in range(2)])
     assert n_large == 16 * n_small
     assert large / small < 16 * 3, f"16x the text took {large / small:.0f}x the time"  # the cubic section walk: 180x
+
+
+# ------------------------------------------------------------------------------- the tool readers (issue 21 D7)
+# The probe's blocks (../shared/reviews/2026-12-01-reliability-probe-2.md, TM1/TM2): each figure used to walk every
+# machine the text names (64 s for 4 MB of ollama output).
+OLLAMA_BLOCK = ("ollama version is 0.5.7 on NVIDIA GeForce RTX 4090\n$ ollama run llama3.1:8b --verbose\n"
+                "total duration:       5.1s\nprompt eval count:    26 token(s)\nprompt eval rate:     520.00 tokens/s\n"
+                "eval count:           256 token(s)\neval rate:            102.40 tokens/s\n")
+LOG_BLOCK = ("Device 0: NVIDIA GeForce RTX 4090, compute capability 8.9, VMM: yes\nbuild: 4567 (abcdef12)\n"
+             "llama_model_loader: loaded meta data with 19 key-value pairs and 291 tensors from models/llama-2-7b.Q4_0"
+             ".gguf (version GGUF V3 (latest))\nllm_load_print_meta: model params     = 6.74 B\n"
+             "./llama-cli -m models/llama-2-7b.Q4_0.gguf -p \"hi\" -n 128\nllama_print_timings:        eval time =    "
+             "1000.00 ms /   127 runs   (    7.87 ms per token,   127.00 tokens per second)\n\n")
+
+
+@pytest.mark.parametrize("block", [OLLAMA_BLOCK, LOG_BLOCK], ids=["ollama", "llama.cpp log"])
+def test_d7_tool_readers_take_time_linear_in_the_output(block):
+    with time_limit(60, "extract_text"):
+        (small, n_small), (large, n_large) = _extract_time(block * 500), _extract_time(block * 4000)
+        if large / small >= 8 * 3:  # a busy machine: the best of a few runs before failing
+            small = min([small] + [_extract_time(block * 500)[0] for _ in range(4)])
+            large = min([large] + [_extract_time(block * 4000)[0] for _ in range(2)])
+    assert n_large == 8 * n_small
+    assert large / small < 8 * 3, f"8x the output took {large / small:.0f}x the time"  # quadratic: 64x

@@ -654,7 +654,9 @@ class Reading:
             if k and builds[k - 1].pos[0] > self.previous_table(pos[0]):
                 return builds[k - 1].value
             if self._build_versions is None:
-                self._build_versions = len({c.value for c in builds})
+                # the post's only build, unless the post shows the output of two forks (whose builds differ)
+                forks = {c.value for c in self._of("fork")}
+                self._build_versions = len({c.value for c in builds}) if len(forks) < 2 else 0
             return builds[0].value if self._build_versions == 1 else None
         stated = self._of("stated_version")
         if self._stated_versions is None:

@@ -277,7 +277,7 @@ class _Post:
             paths += [a for _, _, c in self.clues.commands.get("llama", []) if (a := _arg(c, "-m", "--model"))]
             stems = {_file_stem(p) for p in paths}
             self._only_file = paths[0] if len(stems) == 1 else None
-        return self._only_file  # type: ignore[return-value]
+        return self._only_file
 
     def run_command(self, group: str, since: Position, pos: Position) -> tuple[str, str] | tuple[None, None]:
         """The command of the run whose block is (since, pos): the last one in the block, else the post's only
