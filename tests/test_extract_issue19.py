@@ -185,3 +185,41 @@ def test_a_vllm_serving_result_file_is_filed_as_vllm():
     assert generation.record["concurrency"]["figure"] == "aggregate"
     assert NO_SERVING_CONCURRENCY in generation.reasons  # max_concurrency null: how many at once is unknown
     assert generation.record["source"]["quote"] == '"output_throughput": 2249.247363167692'
+
+
+# --------------------------------------------------------------------------- named formats
+# https://github.com/ikawrakow/ik_llama.cpp/issues/381 (ik_llama.cpp's llama-bench prints its own types)
+IK_381 = """did git pull and tried llama-bench:
+~/dev/ik_llama.cpp $ ./build/bin/llama-bench -m /mnt/nvme/models/ubergarm/DeepSeek-V3-0324-GGUF/DeepSeek-V3-0324-IQ4_K_R4/DeepSeek-V3-0324-IQ4_K_R4-00001-of-00010.gguf -p 512 -t 32 -mla 2 -fa 1 -fmoe 1 -ngl 99 --override-tensor "exps=CPU" -amb 512 -ctk q8_0 -ctv q8_0
+ggml_cuda_init: found 1 CUDA devices:
+  Device 0: NVIDIA GeForce RTX 3090, compute capability 8.6, VMM: yes
+
+Did a llama-bench before git pull and rebuilding.
+$ cat ../commands/ik_bench-dsv3.txt
+./build/bin/llama-bench -m /mnt/nvme/models/ubergarm/DeepSeek-V3-0324-GGUF/DeepSeek-V3-0324-IQ4_K_R4/DeepSeek-V3-0324-IQ4_K_R4-00001-of-00010.gguf -p 512 -t 32 -mla 2 -fa 1 -fmoe 1 -ngl 99 --override-tensor "exps=CPU" -amb 512
+
+| model                          |       size |     params | backend    | ngl | fa | mla |   amb | fmoe |          test |              t/s |
+| ------------------------------ | ---------: | ---------: | ---------- | --: | -: | --: | ----: | ---: | ------------: | ---------------: |
+| deepseek2 671B IQ4_K_R4 - 4.5 bpw | 386.18 GiB |   672.05 B | CUDA       |  99 |  1 |   2 |   512 |    1 |         tg128 |      9.98 ± 0.06 |
+
+build: 1ea1df4b (3659)
+"""
+
+
+def test_ik_llama_cpp_quant_types_are_named_formats():
+    (candidate,) = extract_text(IK_381, ctx("https://github.com/ikawrakow/ik_llama.cpp/issues/381"))
+    record = candidate.record
+    assert record["quantization"] == "IQ4_K_R4" and record["software"]["name"] == "ik_llama.cpp"
+    assert record["hardware"]["name"] == "NVIDIA GeForce RTX 3090"
+    assert record["software"]["version"] == "b3659 (1ea1df4b)"
+    assert "quantization" not in " ".join(validate(record).reasons)
+
+
+def test_unsloth_dynamic_labels_are_named_formats():
+    from tpsdb.collect.timings import quant_in_name
+    from tpsdb.record import named_quantization
+
+    # file names as Unsloth publishes them (https://huggingface.co/unsloth/Qwen3-0.6B-GGUF: "UD-Q4_K_XL")
+    assert quant_in_name("Qwen3-0.6B-UD-Q4_K_XL.gguf") == "UD-Q4_K_XL"
+    assert named_quantization("Q4_K_XL (UD)") == "UD-Q4_K_XL"
+    assert named_quantization("UD-IQ1_S") == "UD-IQ1_S" and named_quantization("UD-Q4_K_M") is None

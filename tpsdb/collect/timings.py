@@ -65,7 +65,7 @@ _MLX = re.compile(r"^\s*+(?P<what>Prompt|Generation):\s*+(?:(?P<n>\d++)\s++token
                   r"(?P<tps>\d[\d.]*+)\s*+tokens-per-sec")
 _FIELD = re.compile(r"^[\s#]*+(?P<key>[A-Za-z][^:\n]{0,80}):\s*+(?P<value>\S++)")
 _QUANT_IN_NAME = re.compile(
-    r"(?<![A-Za-z0-9])(?P<quant>I?Q\d_[A-Za-z0-9_]++|T?Q\d_\d|BF16|F16|F32|FP8|FP16|AWQ|GPTQ|MXFP4|NVFP4|W8A8|"
+    r"(?<![A-Za-z0-9])(?P<quant>(?:UD-)?I?Q\d_[A-Za-z0-9_]++|T?Q\d_\d|BF16|F16|F32|FP8|FP16|AWQ|GPTQ|MXFP4|NVFP4|W8A8|"
     r"W4A16|INT4|INT8|[3468]bit)(?![A-Za-z0-9])", re.I)
 _SHARD = re.compile(r"-\d{5}-of-\d{5}$")
 
