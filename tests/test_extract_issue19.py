@@ -223,3 +223,54 @@ def test_unsloth_dynamic_labels_are_named_formats():
     assert quant_in_name("Qwen3-0.6B-UD-Q4_K_XL.gguf") == "UD-Q4_K_XL"
     assert named_quantization("Q4_K_XL (UD)") == "UD-Q4_K_XL"
     assert named_quantization("UD-IQ1_S") == "UD-IQ1_S" and named_quantization("UD-Q4_K_M") is None
+
+
+# https://github.com/AUGMXNT/llm-tracker.info-vault/blob/main/howto/AMD%20GPUs.md: a run on a Radeon VII, then a
+# section whose heading names the machine of the next log, which prints no device line of its own
+TWO_MACHINES = """```
+CUDA_VISIBLE_DEVICES=0 ./main -m ../models/nous-hermes-13b.ggmlv3.q4_0.bin -ngl 99 -n 2048 --ignore-eos
+
+main: build = 821 (04419f1)
+ggml_init_cublas: found 1 CUDA devices:
+  Device 0: AMD Radeon VII
+llama_print_timings:        eval time = 157571.58 ms /  2040 runs   (   77.24 ms per token,    12.95 tokens per second)
+```
+
+## RTX 4090 Comparison
+As a point of comparison, running `llama.cpp` with `make LLAMA_CUBLAS=1` runs at about 72 t/s:
+```
+./main -m /data/ai/models/llm/manticore/Manticore-13B-Chat-Pyg.ggmlv3.q4_0.bin -ngl 99 -n 2048 --ignore-eos
+
+...
+
+llama_print_timings:        eval time = 28273.11 ms /  2040 runs   (   13.86 ms per token,    72.15 tokens per second)
+```
+"""
+
+
+def test_a_log_takes_the_machine_its_own_section_names_not_the_device_list_of_the_run_before():
+    radeon, rtx = extract_text(TWO_MACHINES, ctx("https://github.com/AUGMXNT/llm-tracker.info-vault"))
+    assert radeon.record["hardware"]["name"] == "AMD Radeon VII"
+    assert rtx.record["hardware"]["name"] == "NVIDIA GeForce RTX 4090"
+    assert rtx.record["model"]["name"] == "Manticore-13B-Chat-Pyg.ggmlv3.q4_0.bin"  # its own command's file
+
+
+# https://github.com/AUGMXNT/llm-tracker.info-vault/blob/main/howto/AMD%20GPUs.md (Windows section): llama-bench.exe states the command of the table under it
+WINDOWS = """```
+C:\\Users\\lhl\\Desktop\\llama.cpp\\build\\bin>llama-bench.exe -m ..\\..\\meta-llama-2-7b-q4_0.gguf -p 3968 -n 128 -ngl 99
+ggml_init_cublas: found 1 ROCm devices:
+  Device 0: AMD Radeon RX 7900 XT, compute capability 11.0
+| model                          |       size |     params | backend    | ngl | test       |              t/s |
+| ------------------------------ | ---------: | ---------: | ---------- | --: | ---------- | ---------------: |
+| LLaMA v2 7B mostly Q4_0        |   3.56 GiB |     6.74 B | ROCm       |  99 | tg 128     |     94.55 ± 0.07 |
+
+build: 69fdbb9 (1148)
+```
+"""
+
+
+def test_a_windows_llama_bench_exe_command_is_the_procedure():
+    (candidate,) = extract_text(WINDOWS, ctx("https://github.com/AUGMXNT/llm-tracker.info-vault"))
+    record = candidate.record
+    assert record["nature"]["procedure"] == "llama-bench -m ..\\..\\meta-llama-2-7b-q4_0.gguf -p 3968 -n 128 -ngl 99"
+    assert record["hardware"]["name"] == "AMD Radeon RX 7900 XT"

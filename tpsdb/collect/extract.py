@@ -776,14 +776,20 @@ class _MachinePool:
         if not self.devices and not self.named:
             return None, None
         k = bisect_left(self.device_pos, pos)
+        h = bisect_left(self.named_pos, pos)
+        lo = bisect_right(self.named_pos, since)
+        last = h - 1
+        # the run's own block first: its device list, else the one machine named in it (a heading "RTX 4090
+        # comparison" over a log that prints no device names the machine, not the device list of the run before)
+        if k and self.device_pos[k - 1] > since:
+            return self.devices[k - 1].value, None
+        if lo <= last:
+            if self.other_before[last] >= lo:
+                return None, AMBIGUOUS_HARDWARE.format(", ".join(self._names_between(lo, last)))
+            return self.named[last].value, None
         if k:
             return self.devices[k - 1].value, None
-        h = bisect_left(self.named_pos, pos)
         if h:
-            lo = bisect_right(self.named_pos, since)
-            last = h - 1
-            if lo <= last and self.other_before[last] >= lo:
-                return None, AMBIGUOUS_HARDWARE.format(", ".join(self._names_between(lo, last)))
             return self.named[last].value, None
         if self.devices:
             return self.devices[0].value, None

@@ -269,7 +269,7 @@ def says_cpu_only(line: str) -> bool:
 
 
 # ------------------------------------------------------------------------------------------------ commands
-_COMMAND = re.compile(r"(?P<tool>llama-batched-bench|llama-bench)(?P<args>(?:\s+-\S.*)?)$")
+_COMMAND = re.compile(r"(?P<tool>llama-batched-bench|llama-bench)(?:\.exe)?(?P<args>(?:\s+-\S.*)?)$")  # Windows: .exe
 _REDIRECTION = re.compile(r"(?<!\s)\s+\d?>\s*\S+")  # from the start of a blank run only
 _CONTINUATION = re.compile(r"\\\s*\n\s*")
 

@@ -45,10 +45,12 @@ LLAMA_CPP, IK_LLAMA_CPP, OLLAMA, MLX_LM, VLLM, SGLANG = "llama.cpp", "ik_llama.c
 # Linear on any line (tests/test_linear_time.py): fixed words first, possessive runs, bounded lazy parts.
 _COMMAND = re.compile(
     r"(?<![\w-])(?P<tool>llama-cli|llama-server|llama-simple|llama-run|llama-completion|llama-sweep-bench"
+    r"|llama-perplexity|llama-embedding|llama-imatrix"
     r"|ollama\s++run|mlx_lm\.generate|mlx_lm\s++generate|vllm\s++bench\s++serve|benchmark_serving\.py"
     r"|sglang\.bench_serving|bench_serving\.py)(?:\.exe)?(?P<args>\s.*+)?$")
 _MAIN_COMMAND = re.compile(r"(?:^|[\s/\\])(?P<tool>main)(?:\.exe)?(?P<args>\s++-.*+)$")  # llama.cpp before 2024
 _TOOL_GROUP = {"llama-cli": "llama", "llama-server": "llama", "llama-simple": "llama", "llama-run": "llama",
+               "llama-perplexity": "llama", "llama-embedding": "llama", "llama-imatrix": "llama",
                "llama-completion": "llama", "main": "llama", "llama-sweep-bench": "sweep", "ollama run": "ollama",
                "mlx_lm.generate": "mlx", "mlx_lm generate": "mlx", "vllm bench serve": "serving",
                "benchmark_serving.py": "serving", "sglang.bench_serving": "serving", "bench_serving.py": "serving"}
