@@ -274,3 +274,16 @@ def test_a_windows_llama_bench_exe_command_is_the_procedure():
     record = candidate.record
     assert record["nature"]["procedure"] == "llama-bench -m ..\\..\\meta-llama-2-7b-q4_0.gguf -p 3968 -n 128 -ngl 99"
     assert record["hardware"]["name"] == "AMD Radeon RX 7900 XT"
+
+
+def test_a_depth_comes_from_the_runs_own_prompt_line_only():
+    # the probe's two runs, the first with its prompt line: the second, trimmed run states no prompt count, and
+    # the first run's 7 tokens are not its depth
+    text = TWO_RUNS.replace(
+        "llama_print_timings:        eval time =    1000.00 ms /   127 runs   (    7.87 ms",
+        "llama_print_timings: prompt eval time =      20.00 ms /     7 tokens (    2.86 ms per token,   350.00 tokens "
+        "per second)\nllama_print_timings:        eval time =    1000.00 ms /   127 runs   (    7.87 ms")
+    prompt, first, second = extract_text(text, ctx())
+    assert prompt.record["lengths"]["prompt_tokens"] == 7
+    assert first.record["lengths"]["context_depth"] == 7  # its own prompt
+    assert second.record["lengths"]["context_depth"] is None  # not the other run's
