@@ -223,6 +223,7 @@ class _Post:
         self.clues = _read_clues(reading)
         self.out: list[Candidate] = []
         self._only_file: object = _UNSET
+        self._serving_last: Position = (-1, -1)  # the last figure of the serving summary read before
 
     def add(self, quote: str, pos: Position, slot: str, *, software: str | None, version: str | None, model: dict,
             quantization: str | None, lengths: tuple, users: int | None, figure: str, command: str | None,
@@ -241,10 +242,6 @@ class _Post:
         candidate = Candidate(record, slot, reasons)
         refuse_unstorable_numbers(candidate)
         self.out.append(candidate)
-
-    def command(self, group: str, pos: Position) -> tuple[str, str] | tuple[None, None]:
-        found = _nearest(self.clues.commands.get(group, []), pos)
-        return (found[1], found[2]) if found else (None, None)
 
     def version(self, software: str, pos: Position) -> str | None:
         found = _nearest(self.clues.versions.get(software, []), pos)
@@ -356,7 +353,7 @@ class _Post:
                 continue
             column = {name: k for k, name in enumerate(names)}
             pos = (i, 0)
-            tool, command = self.command("sweep", pos)
+            tool, command = self.run_command("sweep", (self.reading.previous_table(i), 1 << 30), pos)
             model, quant = self.gguf_model(pos, command)
             version = self.llama_version(pos, (self.reading.previous_table(i), 1 << 30))
             software = self.reading.software_at(pos, IK_LLAMA_CPP)
@@ -377,9 +374,13 @@ class _Post:
 
     def ollama(self) -> None:
         counts: dict[str, tuple[int, str]] = {}  # "prompt eval" | "eval" -> (count, its line)
+        # a run's block: after the previous run's statistics ("total duration" starts a run's statistics)
+        since: Position = (-1, -1)
+        last: Position = (-1, -1)
         for pos, line in _text_lines(self.reading):
             if "total duration" in line:
                 counts = {}
+                since = last
             if "eval" not in line:
                 continue
             match = _OLLAMA.match(line)
@@ -397,17 +398,20 @@ class _Post:
             count, count_line = counts.get(what, (None, ""))
             prompt = counts.get("prompt eval", (None, ""))[0]
             lengths = (count, 0, 0) if phase == "prompt" else (0, count, prompt)
-            tool, command = self.command("ollama", pos)
+            last = pos
+            tool, command = self.run_command("ollama", since, pos)
             name = command.split()[2] if command and len(command.split()) > 2 else None
             name = name if name and not name.startswith("-") else None
             quote = f"{count_line}\n{line.strip()}" if count_line else line.strip()
             self.add(quote, pos, f"ollama{len(self.out)}:{phase}", software=OLLAMA,
                      version=self.version(OLLAMA, pos), model={"name": name, "params_b": None, "file_size_gb": None},
                      quantization=quant_in_name(name), lengths=lengths, users=1, figure="per_user",
-                     command=command, tool="ollama run --verbose", phase=phase, value=value)
+                     command=command, tool="ollama run --verbose", phase=phase, value=value, since=since)
 
     def mlx(self) -> None:
         prompt: int | None = None
+        since: Position = (-1, -1)  # a run's block: after the previous run's figures ("Prompt:" starts a run's)
+        last: Position = (-1, -1)
         for pos, line in _text_lines(self.reading):
             if "tokens-per-sec" not in line:
                 continue
@@ -419,15 +423,18 @@ class _Post:
                 continue
             count = int(match["n"]) if match["n"] else None
             phase = "prompt" if match["what"] == "Prompt" else "generation"
+            if phase == "prompt" or pos[0] != last[0] or pos[1] - last[1] > 2:
+                since, prompt = last, None  # a new run: the depth of its generation is its own prompt only
             if phase == "prompt":
                 prompt = count
+            last = pos
             lengths = (count, 0, 0) if phase == "prompt" else (0, count, prompt)
-            tool, command = self.command("mlx", pos)
+            tool, command = self.run_command("mlx", since, pos)
             name = _arg(command, "--model")
             self.add(line.strip(), pos, f"mlx{len(self.out)}:{phase}", software=MLX_LM,
                      version=self.version(MLX_LM, pos), model={"name": name, "params_b": None, "file_size_gb": None},
                      quantization=quant_in_name(name), lengths=lengths, users=1, figure="per_user",
-                     command=command, tool="mlx_lm.generate", phase=phase, value=value)
+                     command=command, tool="mlx_lm.generate", phase=phase, value=value, since=since)
 
     def serving(self) -> None:
         for i, piece in enumerate(self.reading.pieces):
@@ -457,7 +464,8 @@ class _Post:
         if not figures:
             return
         pos = (i, figures[0][0])
-        tool, command = self.command("serving", pos)
+        since, self._serving_last = self._serving_last, (i, figures[-1][0])  # a run's block: after the previous
+        tool, command = self.run_command("serving", since, pos)
         backend = (fields.get("backend") or _arg(command, "--backend") or "").lower()
         if backend.startswith("sglang") or (not backend and tool and "sglang" in tool):
             software: str | None = SGLANG
@@ -485,7 +493,7 @@ class _Post:
                      version=self.version(software, (i, j)) if software else None,
                      model={"name": name, "params_b": None, "file_size_gb": None}, quantization=quant_in_name(name),
                      lengths=lengths, users=users, figure="aggregate", command=command,
-                     tool=tool or "serving benchmark", phase=phase, value=value, reasons=reasons)
+                     tool=tool or "serving benchmark", phase=phase, value=value, reasons=reasons, since=since)
 
 
 def _number(text: str) -> float | None:
