@@ -287,3 +287,25 @@ def test_a_depth_comes_from_the_runs_own_prompt_line_only():
     assert prompt.record["lengths"]["prompt_tokens"] == 7
     assert first.record["lengths"]["context_depth"] == 7  # its own prompt
     assert second.record["lengths"]["context_depth"] is None  # not the other run's
+
+
+# https://github.com/open-webui/open-webui/issues/188 (the options before the model name)
+def test_ollama_names_the_model_after_its_options():
+    text = """```
+$ ollama run --verbose llama2
+>>> Hi
+Hello! It's nice to meet you. Is there something I can help you with or would you like to chat?
+
+total duration:       1.279118717s
+load duration:        891.933µs
+prompt eval count:    21 token(s)
+prompt eval duration: 231.416ms
+prompt eval rate:     90.75 tokens/s
+eval count:           25 token(s)
+eval duration:        1.042407s
+eval rate:            23.98 tokens/s
+```
+"""
+    prompt, generation = extract_text(text, ctx("https://github.com/open-webui/open-webui/issues/188"))
+    assert generation.record["model"]["name"] == "llama2" and generation.record["software"]["name"] == "ollama"
+    assert generation.record["lengths"] == {"prompt_tokens": 0, "generated_tokens": 25, "context_depth": 21}

@@ -400,8 +400,9 @@ class _Post:
             lengths = (count, 0, 0) if phase == "prompt" else (0, count, prompt)
             last = pos
             tool, command = self.run_command("ollama", since, pos)
-            name = command.split()[2] if command and len(command.split()) > 2 else None
-            name = name if name and not name.startswith("-") else None
+            # the model: the first argument after "run" that is no option ("ollama run --verbose llama2")
+            name = next((a for a in (command or "").split()[2:] if not a.startswith("-")), None)
+            name = name if name and not name.startswith(("'", '"')) else None
             quote = f"{count_line}\n{line.strip()}" if count_line else line.strip()
             self.add(quote, pos, f"ollama{len(self.out)}:{phase}", software=OLLAMA,
                      version=self.version(OLLAMA, pos), model={"name": name, "params_b": None, "file_size_gb": None},
