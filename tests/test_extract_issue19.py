@@ -309,3 +309,18 @@ eval rate:            23.98 tokens/s
     prompt, generation = extract_text(text, ctx("https://github.com/open-webui/open-webui/issues/188"))
     assert generation.record["model"]["name"] == "llama2" and generation.record["software"]["name"] == "ollama"
     assert generation.record["lengths"] == {"prompt_tokens": 0, "generated_tokens": 25, "context_depth": 21}
+
+
+# rows from https://github.com/geerlingguy/ai-benchmarks/issues/43; the sentence naming two machines is written for
+# the test (the rule: context naming two machines names neither, for the first table nor for the ones after it)
+def test_a_paragraph_naming_two_machines_names_no_table_after_it():
+    row = ("| model                          |       size |     params | backend    | ngl |            test |"
+           "                  t/s |\n| --- | ---: | ---: | --- | --: | ---: | ---: |\n"
+           "| llama 3B Q4_K - Medium         |   1.87 GiB |     3.21 B | Vulkan     |  99 |           tg128 |"
+           "        {} |\n\nbuild: 086a63e3a (7340)\n\n")
+    text = "Tested on my RTX 4090 box and on my RTX 3090 box:\n\n" + row.format("215.61 ± 0.45") + \
+        "### Llama-3.2-3B again\n\n" + row.format("214.90 ± 0.30")
+    first, second = extract_text(text, ctx("https://github.com/geerlingguy/ai-benchmarks/issues/43"))
+    for candidate in (first, second):
+        assert candidate.record["hardware"]["name"] is None
+        assert candidate.reasons == ["hardware.name: ambiguous (NVIDIA GeForce RTX 4090, NVIDIA GeForce RTX 3090)"]

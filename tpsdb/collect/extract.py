@@ -592,11 +592,11 @@ class Reading:
         if pools is None:
             clues = self._of("hardware")
             if wanted == "cpu":
-                pools = [_MachinePool([c for c in clues if c.value.kind != "gpu"])]
+                pools = [_MachinePool([c for c in clues if c.value.kind != "gpu"], self.previous_table)]
             else:
-                pools = [_MachinePool([c for c in clues if c.value.kind != "cpu"])]
+                pools = [_MachinePool([c for c in clues if c.value.kind != "cpu"], self.previous_table)]
                 if wanted is None:
-                    pools.append(_MachinePool([c for c in clues if c.value.kind == "cpu"]))
+                    pools.append(_MachinePool([c for c in clues if c.value.kind == "cpu"], self.previous_table))
             self._pool_cache[wanted] = pools
         return pools
 
@@ -756,7 +756,8 @@ class _MachinePool:
     or several names: ambiguous), else the last one named before. Named only after the table, a machine counts
     when the post names no other one (a heading after a table never names it)."""
 
-    def __init__(self, clues: list[Clue]):
+    def __init__(self, clues: list[Clue], previous_table=lambda index: -1):
+        self.stretch_start = lambda pos: previous_table(pos[0])  # the figure table before a clue's piece
         self.devices = [c for c in clues if c.value.source == "device"]
         self.device_pos = [c.pos for c in self.devices]
         self.named = [c for c in clues if c.value.source != "device"]
@@ -790,6 +791,10 @@ class _MachinePool:
         if k:
             return self.devices[k - 1].value, None
         if h:
+            # the machines named together before an earlier table: one name, or ambiguous (as for that table)
+            start = bisect_right(self.named_pos, (self.stretch_start(self.named_pos[last]), 1 << 30))
+            if self.other_before[last] >= start:
+                return None, AMBIGUOUS_HARDWARE.format(", ".join(self._names_between(start, last)))
             return self.named[last].value, None
         if self.devices:
             return self.devices[0].value, None
