@@ -324,3 +324,31 @@ def test_a_paragraph_naming_two_machines_names_no_table_after_it():
     for candidate in (first, second):
         assert candidate.record["hardware"]["name"] is None
         assert candidate.reasons == ["hardware.name: ambiguous (NVIDIA GeForce RTX 4090, NVIDIA GeForce RTX 3090)"]
+
+
+# nvidia-smi lists every GPU of the machine; CUDA_VISIBLE_DEVICES says which the run saw (lines in the shape
+# nvidia-smi and llama-bench print them; the rows are the RTX 4090 row of tests/test_extract_open_world.py's table)
+SMI_TWO_GPUS = """```
+|   0  NVIDIA GeForce RTX 4090        On  |   00000000:01:00.0 Off |                  Off |
+|   1  NVIDIA GeForce RTX 3090        On  |   00000000:02:00.0 Off |                  N/A |
+```
+
+```
+{env}./llama-bench -m llama-2-7b.Q4_0.gguf -ngl 99
+```
+
+| model | size | params | backend | ngl | test | t/s |
+| --- | ---: | ---: | --- | --: | ---: | ---: |
+| llama 7B Q4_0 | 3.56 GiB | 6.74 B | CUDA | 99 | tg128 | 150.10 ± 0.01 |
+
+build: 3bdc4cd0 (7739)
+"""
+
+
+def test_cuda_visible_devices_picks_the_gpus_nvidia_smi_lists():
+    both = extract_text(SMI_TWO_GPUS.format(env=""), ctx())[0].record["hardware"]["name"]
+    assert both == "NVIDIA GeForce RTX 4090 + NVIDIA GeForce RTX 3090"
+    second = extract_text(SMI_TWO_GPUS.format(env="CUDA_VISIBLE_DEVICES=1 "), ctx())[0].record["hardware"]["name"]
+    assert second == "NVIDIA GeForce RTX 3090"
+    none = extract_text(SMI_TWO_GPUS.format(env="CUDA_VISIBLE_DEVICES= "), ctx())[0]
+    assert none.record["hardware"]["name"] is None  # a CPU run, and the post names no CPU

@@ -33,7 +33,7 @@ from lxml import etree
 from tpsdb.collect import llamabench as lb
 from tpsdb.collect.machines import (
     canonical_hardware, default_devices, device_on_line, devices_hardware, hardware_mentions, hardware_patterns,
-    may_name_device, select_devices,
+    is_system_listing, may_name_device, select_devices,
 )
 
 __all__ = ["Candidate", "PostContext", "extract_post", "extract_text", "model_name", "new_record",
@@ -424,6 +424,9 @@ class Machine:
     # A device list (source "device"): every device the log lists, (index, raw name, integrated), so that a run's
     # options (-sm none, -dev, -ts) can name the devices it used; `name` is llama.cpp's default choice of them.
     devices: tuple[tuple[int, str, bool], ...] = ()
+    # nvidia-smi lists every GPU of the machine (a run's CUDA_VISIBLE_DEVICES picks among them); a log lists only
+    # the devices the run could see
+    whole_machine: bool = False
 
 
 AMBIGUOUS_HARDWARE = "hardware.name: ambiguous ({})"
@@ -465,6 +468,7 @@ def read_clues(pieces: list[Piece], kinds: list[str | None]) -> list[Clue]:
         if not (machines or devices or builds or stated or batched or cpu_words or forks or "llama-b" in whole):
             continue
         runs: list[list[tuple[int, int, str, bool]]] = []  # the device lines of each run printed in this piece
+        system_lists: set[int] = set()  # the runs that nvidia-smi printed
         for j, line in enumerate(lines):
             device = device_on_line(line) if devices else None
             if device:
@@ -472,9 +476,14 @@ def read_clues(pieces: list[Piece], kinds: list[str | None]) -> list[Clue]:
                 if not runs or index == 0 or index != len(runs[-1]):  # "Device 0" again: another run's log
                     runs.append([])
                 runs[-1].append((j, index, name, _integrated(line)))
-            elif cpu_words and lb.says_cpu_only(line):
+                if is_system_listing(line):
+                    system_lists.add(len(runs) - 1)
+                continue
+            if cpu_words and lb.says_cpu_only(line):
                 clues.append(Clue((i, j), "cpu_only", True))
-            elif machines:
+            elif cpu_words and (visible := lb.visible_devices(line)) is not None:
+                clues.append(Clue((i, j), "visible", visible))
+            if machines:
                 source = "heading" if piece.kind == "heading" else "line"
                 clues += [Clue((i, j), "hardware", Machine(m.name, m.kind, source))
                           for m in hardware_mentions(line, machines)]
@@ -492,13 +501,13 @@ def read_clues(pieces: list[Piece], kinds: list[str | None]) -> list[Clue]:
             if params:
                 clues.append(Clue((i, j), "batched_params", params))
         # The devices of one run name its machine together (8 devices -> "8x ..."): those llama.cpp uses by default.
-        for run in runs:
+        for r, run in enumerate(runs):
             listed = tuple((index, name, integrated) for _, index, name, integrated in run)
             machine = devices_hardware([name for _, name, _ in default_devices(listed)])
             if machine:  # a device no name says anything of ("AMD Radeon Graphics") names no machine
                 kinds = {m.kind for m in hardware_mentions(machine)}
                 clues.append(Clue((i, run[0][0]), "hardware", Machine(machine, "soc" if "soc" in kinds else "gpu",
-                                                                       "device", listed)))
+                                                                       "device", listed, r in system_lists)))
         # A command may span lines ("\\" continuations). Its line number after joining is only approximate, which
         # is enough: positions only order clues against tables, and a table is always a piece of its own.
         if "llama-b" in whole:  # no command without the tool's name
@@ -573,7 +582,15 @@ class Reading:
             for pool in self._pools(wanted):
                 machine, unknown = pool.machine_for(pos, since)
                 if machine is not None and machine.source == "device" and wanted != "cpu":
-                    chosen = select_devices(machine.devices, options or {})
+                    listed = machine.devices
+                    if machine.whole_machine:  # the run saw only its CUDA_VISIBLE_DEVICES of them
+                        visible = self._visible_between(since, pos)
+                        if visible is not None:
+                            by_index = {d[0]: d for d in listed}
+                            listed = tuple(by_index[k] for k in visible if k in by_index)
+                            if len(listed) < len(visible):
+                                listed = ()  # a device the list does not hold: which ran is unknown
+                    chosen = select_devices(listed, options or {}) if listed else []
                     name = devices_hardware([n for _, n, _ in chosen]) if chosen else None
                     found = (name, None) if name else \
                         (None, UNNAMED_DEVICES.format(", ".join(n for _, n, _ in chosen) or "none"))
@@ -599,6 +616,12 @@ class Reading:
                     pools.append(_MachinePool([c for c in clues if c.value.kind == "cpu"], self.previous_table))
             self._pool_cache[wanted] = pools
         return pools
+
+    def _visible_between(self, since: Position, pos: Position) -> tuple[int, ...] | None:
+        """The devices the run's CUDA_VISIBLE_DEVICES names, when its block sets it."""
+        marks = self._of("visible")
+        k = bisect_left(marks, pos, key=_position)
+        return marks[k - 1].value if k and marks[k - 1].pos > since else None
 
     def _cpu_only_between(self, since: Position, pos: Position) -> bool:
         marks = self._of("cpu_only")

@@ -258,6 +258,17 @@ _CPU_ONLY = re.compile(
     r"|(?<![\w-])(?:CUDA|HIP|ROCR)_VISIBLE_DEVICES=(?:\"\"|''|-1)?(?=\s|$)|(?<![\w-])(?:-dev|--device)\s++none\b")
 
 
+_VISIBLE = re.compile(r"(?<![\w-])(?:CUDA|HIP|ROCR)_VISIBLE_DEVICES=[\"']?+(?P<list>\d{1,2}(?:,\d{1,2}){0,15})[\"']?+(?!\S)")
+
+
+def visible_devices(line: str) -> tuple[int, ...] | None:
+    """(0, 1) from `CUDA_VISIBLE_DEVICES=0,1 ./llama-bench …`: the GPUs a run could see; None when not set."""
+    if "VISIBLE_DEVICES=" not in line:
+        return None
+    match = _VISIBLE.search(line)
+    return tuple(int(k) for k in match["list"].split(",")) if match else None
+
+
 def may_say_cpu_only(text: str) -> bool:
     """Whether a text holds a word every CPU-only sign needs."""
     return "CUDA" in text or "ROCm" in text or "HIP" in text or "VISIBLE_DEVICES" in text or "none" in text

@@ -304,6 +304,11 @@ def may_name_device(text: str) -> bool:
             or ":gpu:" in text)
 
 
+def is_system_listing(line: str) -> bool:
+    """Whether a device line is nvidia-smi's (which lists every GPU of the machine, not those a run used)."""
+    return "|" in line and _DEVICE_LINES[-1].search(clean_marks(line)) is not None
+
+
 def device_on_line(line: str) -> tuple[int, str] | None:
     """(device index, raw device name) on a device line, or None if the line is not one."""
     if not may_name_device(line):
