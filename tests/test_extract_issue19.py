@@ -352,3 +352,11 @@ def test_cuda_visible_devices_picks_the_gpus_nvidia_smi_lists():
     assert second == "NVIDIA GeForce RTX 3090"
     none = extract_text(SMI_TWO_GPUS.format(env="CUDA_VISIBLE_DEVICES= "), ctx())[0]
     assert none.record["hardware"]["name"] is None  # a CPU run, and the post names no CPU
+
+
+def test_dev_none_is_a_cpu_run_and_an_unlisted_device_is_unknown():
+    cpu = extract_text(PI_7900XT.replace("-ngl 99 -r 2", "-ngl 99 -r 2 -dev none"), ctx())[0]
+    assert cpu.record["hardware"]["name"] is None  # the CPU's, and the post names no CPU
+    unlisted = extract_text(PI_7900XT.replace("-ngl 99 -r 2", "-ngl 99 -r 2 -dev Vulkan5"), ctx())[0]
+    assert unlisted.record["hardware"]["name"] is None
+    assert unlisted.reasons and unlisted.reasons[0].startswith("hardware.name: which of the listed devices")

@@ -431,6 +431,7 @@ class Machine:
 
 AMBIGUOUS_HARDWARE = "hardware.name: ambiguous ({})"
 UNNAMED_DEVICES = "hardware.name: the run's devices ({}) are not all named"
+UNCHOSEN_DEVICES = "hardware.name: which of the listed devices ({}) the run used is unknown"
 CPU_ONLY = "the run found no GPU (CPU only)"
 # The backends of a llama-bench row that run on the host processor: such a row's machine is the CPU the post names.
 _CPU_BACKENDS = {"cpu", "blas", "cpu,blas", "blas,cpu", "openblas", "cpu, blas", "accelerate"}
@@ -576,7 +577,7 @@ class Reading:
         key = (pos, wanted, since, selection)
         found = self._hardware.get(key)
         if found is None:
-            if self._cpu_only_between(since, pos):
+            if self._cpu_only_between(since, pos) or str((options or {}).get("dev", "")).lower() == "none":
                 wanted = "cpu"
             found = (None, None)
             for pool in self._pools(wanted):
@@ -593,7 +594,8 @@ class Reading:
                     chosen = select_devices(listed, options or {}) if listed else []
                     name = devices_hardware([n for _, n, _ in chosen]) if chosen else None
                     found = (name, None) if name else \
-                        (None, UNNAMED_DEVICES.format(", ".join(n for _, n, _ in chosen) or "none"))
+                        (None, UNNAMED_DEVICES.format(", ".join(n for _, n, _ in chosen)) if chosen else
+                         UNCHOSEN_DEVICES.format(", ".join(n for _, n, _ in machine.devices)))
                 elif machine is not None:
                     found = (machine.name, None)
                 else:
