@@ -360,3 +360,11 @@ def test_dev_none_is_a_cpu_run_and_an_unlisted_device_is_unknown():
     unlisted = extract_text(PI_7900XT.replace("-ngl 99 -r 2", "-ngl 99 -r 2 -dev Vulkan5"), ctx())[0]
     assert unlisted.record["hardware"]["name"] is None
     assert unlisted.reasons and unlisted.reasons[0].startswith("hardware.name: which of the listed devices")
+
+
+def test_two_versions_stated_together_give_a_table_neither():
+    # rows of https://github.com/geerlingguy/ai-benchmarks/issues/23; the sentence stating two builds is the test's
+    rows = PI_7900XT.split("```\n\n", 1)[1]
+    text = "Same card, commit 1d0125bc and then commit 2df5bcf3:\n\n" + rows
+    (candidate,) = extract_text(text.replace("build: 1d0125bc (6552)", ""), ctx())
+    assert candidate.record["software"]["version"] is None

@@ -688,7 +688,16 @@ class Reading:
             self._stated_versions = len({c.value for c in stated})
         if self._stated_versions == 1:
             return stated[0].value
-        return _before_then_after(stated, pos)
+        # several versions stated: the one stated since the previous figure table (one only), else the one stated
+        # after the table before the next; else which one ran is unknown
+        lo = bisect_right(stated, (self.previous_table(pos[0]), 1 << 30), key=_position)
+        mid = bisect_left(stated, pos, key=_position)
+        hi = bisect_left(stated, (self.next_table(pos[0]), -1), key=_position)
+        for start, end in ((lo, mid), (mid, hi)):
+            own = {c.value for c in stated[max(start, end - 8):end]}
+            if own:
+                return own.pop() if len(own) == 1 and end - start <= 8 else None
+        return None
 
     def command_at(self, pos: Position, tool: str) -> str | None:
         commands = self._commands.get(tool)
