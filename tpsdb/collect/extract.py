@@ -495,8 +495,7 @@ def read_clues(pieces: list[Piece], kinds: list[str | None]) -> list[Clue]:
             if version:
                 clues.append(Clue((i, j), "version", version))
             else:
-                version = lb.parse_stated_version(line, heading) if stated else None
-                if version:
+                for version in (lb.parse_stated_versions(line, heading) if stated else ()):
                     clues.append(Clue((i, j), "stated_version", version))
             params = lb.parse_batched_params(line) if batched else None
             if params:

@@ -201,6 +201,21 @@ def parse_stated_version(line: str, heading: bool = False) -> str | None:
     return _first_version(_STATED_PATTERNS, line) if may_state_version(line) else None
 
 
+def parse_stated_versions(line: str, heading: bool = False) -> list[str]:
+    """Every version a line states in passing ("commit 1d0125bc and then commit 2df5bcf3": two)."""
+    first = parse_stated_version(line, heading)
+    if first is None:
+        return []
+    found = dict.fromkeys([first])
+    for pattern in _STATED_PATTERNS:
+        for match in pattern.finditer(line):
+            groups = match.groupdict()
+            version = format_version(groups.get("number"), groups.get("commit"))
+            if version:
+                found.setdefault(version)
+    return list(found)
+
+
 def format_version(number: int | str | None, commit: str | None) -> str | None:
     """The canonical version: "b6918 (2f68ce7cf)", "b6918", or "8e672efe"."""
     number = int(number) if number not in (None, "") else None
