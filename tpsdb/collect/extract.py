@@ -570,8 +570,10 @@ class Reading:
         (default: after the previous figure table); a line of that block saying no GPU was found ("failed to
         initialize CUDA", `CUDA_VISIBLE_DEVICES=` empty) makes it a CPU run whatever its backend column says.
         `options`: the run's -sm/-mg/-dev/-ts, which name the devices it used among those its log lists."""
-        if since is None:
-            since = (self.previous_table(pos[0]), 1 << 30)
+        if since is None:  # a table: its stretch runs from the previous figure table to the next
+            since, until = (self.previous_table(pos[0]), 1 << 30), (self.next_table(pos[0]), -1)
+        else:  # a run: its block ends at its figures
+            until = pos
         selection = _selection_key(options)
         key = (pos, wanted, since, selection)
         found = self._hardware.get(key)
@@ -580,7 +582,7 @@ class Reading:
                 wanted = "cpu"
             found = (None, None)
             for pool in self._pools(wanted):
-                machine, unknown = pool.machine_for(pos, since)
+                machine, unknown = pool.machine_for(pos, since, until)
                 if machine is not None and machine.source == "device" and wanted != "cpu":
                     listed = machine.devices
                     if machine.whole_machine:  # the run saw only its CUDA_VISIBLE_DEVICES of them
@@ -804,9 +806,10 @@ class _MachinePool:
             else:
                 self.other_before.append(self.other_before[k - 1] if k else -1)
         self.names = list(dict.fromkeys(c.value.name for c in self.named))
+        self.one_device_machine = len({c.value.name for c in self.devices}) == 1
         self.any_line = any(c.value.source == "line" for c in self.named)
 
-    def machine_for(self, pos: Position, since: Position) -> tuple[Machine | None, str | None]:
+    def machine_for(self, pos: Position, since: Position, until: Position) -> tuple[Machine | None, str | None]:
         if not self.devices and not self.named:
             return None, None
         k = bisect_left(self.device_pos, pos)
@@ -830,7 +833,12 @@ class _MachinePool:
                 return None, AMBIGUOUS_HARDWARE.format(", ".join(self._names_between(start, last)))
             return self.named[last].value, None
         if self.devices:
-            return self.devices[0].value, None
+            # a device list printed after the figure names its run only before the next table (the log pasted
+            # under its table), or when every list of the post names the same machine
+            first = self.devices[k] if k < len(self.devices) else None
+            if first is not None and (first.pos < until or self.one_device_machine):
+                return first.value, None
+            return None, None
         if not self.any_line:
             return None, None
         if len(self.names) > 1:
