@@ -465,7 +465,7 @@ def read_clues(pieces: list[Piece], kinds: list[str | None]) -> list[Clue]:
         stated = heading or lb.may_state_version(whole)
         batched = "main:" in whole
         cpu_words = lb.may_say_cpu_only(whole)
-        forks = "llama" in whole
+        forks = "llama.cpp" in whole or "ik_llama" in whole or "ainline" in whole  # a fork's label needs one
         if not (machines or devices or builds or stated or batched or cpu_words or forks or "llama-b" in whole):
             continue
         runs: list[list[tuple[int, int, str, bool]]] = []  # the device lines of each run printed in this piece
@@ -488,7 +488,8 @@ def read_clues(pieces: list[Piece], kinds: list[str | None]) -> list[Clue]:
                 source = "heading" if piece.kind == "heading" else "line"
                 clues += [Clue((i, j), "hardware", Machine(m.name, m.kind, source))
                           for m in hardware_mentions(line, machines)]
-            fork = lb.fork_label(line) if forks else None
+            fork = lb.fork_label(line) if forks and len(line) < 80 and ("llama.cpp" in line or "ik_llama" in line
+                                                                   or "ainline" in line) else None
             if fork:
                 clues.append(Clue((i, j), "fork", fork))
             version = lb.parse_build(line) if builds else None
@@ -545,6 +546,7 @@ class Reading:
         self._build_versions: int | None = None
         self._next_tables: list[int] | None = None
         self._commands: dict[str, list[Clue]] = {}
+        self._device_names: dict[tuple, object] = {}
 
     @property
     def clues(self) -> list[Clue]:
@@ -592,8 +594,11 @@ class Reading:
                             listed = tuple(by_index[k] for k in visible if k in by_index)
                             if len(listed) < len(visible):
                                 listed = ()  # a device the list does not hold: which ran is unknown
-                    chosen = select_devices(listed, options or {}) if listed else []
-                    name = devices_hardware([n for _, n, _ in chosen]) if chosen else None
+                    if listed is machine.devices and not selection:
+                        chosen, name = [()], machine.name  # llama.cpp's default choice: named with the list
+                    else:
+                        chosen = select_devices(listed, options or {}) if listed else []
+                        name = self._devices_name(tuple(chosen)) if chosen else None
                     found = (name, None) if name else \
                         (None, UNNAMED_DEVICES.format(", ".join(n for _, n, _ in chosen)) if chosen else
                          UNCHOSEN_DEVICES.format(", ".join(n for _, n, _ in machine.devices)))
@@ -619,6 +624,13 @@ class Reading:
                     pools.append(_MachinePool([c for c in clues if c.value.kind == "cpu"], self.previous_table))
             self._pool_cache[wanted] = pools
         return pools
+
+    def _devices_name(self, chosen: tuple) -> str | None:
+        """The machine the chosen devices make (memoized: every figure of a run asks it)."""
+        name = self._device_names.get(chosen, _UNREAD)
+        if name is _UNREAD:
+            name = self._device_names[chosen] = devices_hardware([n for _, n, _ in chosen])
+        return name
 
     def _visible_between(self, since: Position, pos: Position) -> tuple[int, ...] | None:
         """The devices the run's CUDA_VISIBLE_DEVICES names, when its block sets it."""
@@ -1044,6 +1056,7 @@ def _llama_bench(reading: Reading, t: int, i: int, table: Table) -> list[Candida
     option_keys = [key for _, key in option_columns]
     options_of: dict[tuple, dict] = {}  # the option cells of a row -> its options (rows repeat them)
     models_of: dict[tuple, tuple] = {}  # the model cells of a row -> (model fields, quantization)
+    machines_of: dict[tuple, tuple] = {}  # (backend cell, option cells) -> (machine, reason it is unknown)
     out = []
     for r, (row, quote) in enumerate(zip(table.rows, table.quotes)):
         cells = columns.cells(row)
@@ -1065,8 +1078,12 @@ def _llama_bench(reading: Reading, t: int, i: int, table: Table) -> list[Candida
                 if cell != "":
                     options[name] = reading.option_value(cell)
         (name, params_b, file_size_gb), quantization = model
-        hardware, unknown = reading.hardware_at(pos, _wanted_kind(key_backend(cells)),
-                                                options={**run_options, **options} if options else run_options)
+        machine_key = (key_backend(cells), key)  # rows repeat their backend and options: one answer for each
+        found_machine = machines_of.get(machine_key)
+        if found_machine is None:
+            found_machine = machines_of[machine_key] = reading.hardware_at(
+                pos, _wanted_kind(machine_key[0]), options={**run_options, **options} if options else run_options)
+        hardware, unknown = found_machine
         record = _record(ctx, quote, hardware=hardware,
                          model={"name": name, "params_b": params_b, "file_size_gb": file_size_gb},
                          quantization=quantization, software=software, version=version, options=dict(options), lengths=_lengths(shape),

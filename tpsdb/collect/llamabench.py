@@ -248,19 +248,20 @@ def _first_version(patterns: list[re.Pattern], line: str) -> str | None:
 # ------------------------------------------------------------------------------------------------- forks
 # A line that is only a fork's name labels the output below it ("### ik_llama.cpp", "<summary>llama.cpp</summary>",
 # "**mainline**:"): a post comparing forks says so, and a figure takes the fork of its own label (issue 19).
-_FORK_LABEL = re.compile(r"^[\s#*_>`<summary/:-]{0,30}?(?P<fork>ik_llama\.cpp|llama\.cpp|mainline(?: llama\.cpp)?)"
-                         r"(?:\s*+\((?:CPU|CUDA|Vulkan|ROCm|Metal|main(?:line)?)\))?[\s*_`<>/summary:.-]{0,30}$",
-                         re.I)
+_FORK_NAMES = {"ik_llama.cpp": "ik_llama.cpp", "ik_llama": "ik_llama.cpp", "llama.cpp": "llama.cpp",
+               "mainline": "llama.cpp", "mainline llama.cpp": "llama.cpp", "llama.cpp mainline": "llama.cpp"}
+_FORK_NOTE = re.compile(r"\s*+\((?:CPU|CUDA|Vulkan|ROCm|Metal|main|mainline)\)$", re.I)  # "llama.cpp (CUDA)"
 
 
 def fork_label(line: str) -> str | None:
     """"ik_llama.cpp" or "llama.cpp" when a short line names only that fork, else None."""
-    if len(line) > 80 or "llama" not in line and "mainline" not in line.lower():
+    if len(line) > 80 or ("llama" not in line and "ainline" not in line):
         return None
-    match = _FORK_LABEL.match(line.strip())
-    if not match:
-        return None
-    return "ik_llama.cpp" if match["fork"].lower().startswith("ik_") else "llama.cpp"
+    text = line.replace("<summary>", "").replace("</summary>", "") if "<" in line else line
+    text = text.strip(" \t#*_>`:-/")
+    if text.endswith(")"):
+        text = _FORK_NOTE.sub("", text)
+    return _FORK_NAMES.get(text.lower())
 
 
 # ---------------------------------------------------------------------------------------------- CPU-only runs
@@ -286,7 +287,7 @@ def visible_devices(line: str) -> tuple[int, ...] | None:
 
 def may_say_cpu_only(text: str) -> bool:
     """Whether a text holds a word every CPU-only sign needs."""
-    return "CUDA" in text or "ROCm" in text or "HIP" in text or "VISIBLE_DEVICES" in text or "none" in text
+    return "VISIBLE_DEVICES" in text or "initialize" in text or "devices found" in text or " none" in text
 
 
 def says_cpu_only(line: str) -> bool:

@@ -223,6 +223,8 @@ class _Post:
         self.clues = _read_clues(reading)
         self.out: list[Candidate] = []
         self._only_file: object = _UNSET
+        self._only_command: dict[str, object] = {}
+        self._only_facts: dict[str, str | None] = {}
         self._serving_last: Position = (-1, -1)  # the last figure of the serving summary read before
 
     def add(self, quote: str, pos: Position, slot: str, *, software: str | None, version: str | None, model: dict,
@@ -261,13 +263,18 @@ class _Post:
             facts = {key: _within(self.clues.loader.get(key, []), since, pos) for key in ("ftype", "params", "size")}
         else:
             path = self.only_model_file()
-            facts = {key: _only(self.clues.loader.get(key, [])) if path else None
-                     for key in ("ftype", "params", "size")}
+            facts = {key: self.only_loader_fact(key) if path else None for key in ("ftype", "params", "size")}
         name = _file_stem(path) if path else None
         ftype, params, size = facts["ftype"], facts["params"], facts["size"]
         quant = (lb.normalize_quant(ftype) if ftype else None) or quant_in_name(name)
         return ({"name": name, "params_b": lb.parse_params_b(params) if params else None,
                  "file_size_gb": lb.parse_size_gb(size) if size else None}, quant)
+
+    def only_loader_fact(self, key: str) -> str | None:
+        """The value all the post's loader lines of that kind share, else None (computed once per post)."""
+        if key not in self._only_facts:
+            self._only_facts[key] = _only(self.clues.loader.get(key, []))
+        return self._only_facts[key]
 
     def only_model_file(self) -> str | None:
         """The one model file the whole post names (loader lines and the llama.cpp commands' -m), else None."""
@@ -283,9 +290,11 @@ class _Post:
         command of that tool (a command shown once for several logs, or after its log)."""
         commands = self.clues.commands.get(group, [])
         found = _within(commands, since, pos, whole=True)
-        if found is None:
-            distinct = {c for _, _, c in commands}
-            found = commands[0] if len(distinct) == 1 else None
+        if found is None and commands:
+            only = self._only_command.get(group, _UNSET)
+            if only is _UNSET:  # once per post, not per figure (linear time)
+                only = self._only_command[group] = commands[0] if len({c for _, _, c in commands}) == 1 else None
+            found = only
         return (found[1], found[2]) if found else (None, None)
 
     def llama_version(self, pos: Position, since: Position | None = None) -> str | None:
