@@ -299,8 +299,15 @@ STATS_ONLY = ("total duration:       5.1s\nprompt eval count:    26 token(s)\npr
 COMMANDS_ABOVE = "$ ollama run llama3.1:8b --verbose\n"
 
 
-@pytest.mark.parametrize("prefix,block", [("", OLLAMA_BLOCK), ("", LOG_BLOCK), (COMMANDS_ABOVE, STATS_ONLY)],
-                         ids=["ollama", "llama.cpp log", "commands above"])
+# timing lines with nothing between them: one run's timings as far as the reader can tell, however many
+TIMINGS_ONLY = ("llama_print_timings: prompt eval time =      20.00 ms /     7 tokens (    2.86 ms per token,   "
+                "350.00 tokens per second)\nllama_print_timings:        eval time =    1000.00 ms /   127 runs   (    "
+                "7.87 ms per token,   127.00 tokens per second)\n")
+
+
+@pytest.mark.parametrize("prefix,block", [("", OLLAMA_BLOCK), ("", LOG_BLOCK), (COMMANDS_ABOVE, STATS_ONLY),
+                                          ("", TIMINGS_ONLY)],
+                         ids=["ollama", "llama.cpp log", "commands above", "one long run"])
 def test_d7_tool_readers_take_time_linear_in_the_output(prefix, block):
     with time_limit(60, "extract_text"):
         texts = (prefix * 500 + block * 500, prefix * 4000 + block * 4000)

@@ -322,12 +322,12 @@ class _Post:
                 timings.append((pos, line, timing, server))
         count = 0
         since: Position = (-1, -1)  # where the current run's block starts: after the previous run's timings
-        group_start = 0
+        group_start, group_prompt = 0, None
         for k, (pos, line, timing, server) in enumerate(timings):
             previous = timings[k - 1][0] if k else None
             if previous is None or previous[0] != pos[0] or pos[1] - previous[1] > 4:  # a new run's timings
                 since = previous if previous is not None else (-1, -1)
-                group_start = k
+                group_start, group_prompt = k, None
             first = timings[group_start][0]
             tool, command = self.run_command("llama", since, first)
             if server:
@@ -339,11 +339,11 @@ class _Post:
                 reasons.append(SERVER_SLOTS.format(slots))
             if timing.phase == "prompt" and not timing.sampling:
                 lengths: tuple = (timing.tokens, 0, 0)
+                if group_prompt is None:
+                    group_prompt = timing.tokens
             else:
                 # generation follows the run's own prompt (its prompt line in the same timings), at that depth
-                prompt = next((t.tokens for _, _, t, _ in timings[group_start:k]
-                               if t.phase == "prompt" and not t.sampling), None)
-                lengths = (0, timing.tokens, None if server else prompt)
+                lengths = (0, timing.tokens, None if server else group_prompt)
             self.add(line.strip(), pos, f"log{count}:{timing.phase}", software=self.reading.software_at(pos),
                      version=self.llama_version(first, since), model=model, quantization=quant, lengths=lengths,
                      users=1, figure="per_user", command=command, tool=tool or "llama.cpp", phase=timing.phase,
