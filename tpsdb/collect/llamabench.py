@@ -250,7 +250,7 @@ def _first_version(patterns: list[re.Pattern], line: str) -> str | None:
 # "**mainline**:"): a post comparing forks says so, and a figure takes the fork of its own label (issue 19).
 _FORK_NAMES = {"ik_llama.cpp": "ik_llama.cpp", "ik_llama": "ik_llama.cpp", "llama.cpp": "llama.cpp",
                "mainline": "llama.cpp", "mainline llama.cpp": "llama.cpp", "llama.cpp mainline": "llama.cpp"}
-_FORK_NOTE = re.compile(r"\s*+\((?:CPU|CUDA|Vulkan|ROCm|Metal|main|mainline)\)$", re.I)  # "llama.cpp (CUDA)"
+_FORK_NOTE = re.compile(r"(?<!\s)\s*+\((?:CPU|CUDA|Vulkan|ROCm|Metal|main|mainline)\)$", re.I)  # "llama.cpp (CUDA)"
 
 
 def fork_label(line: str) -> str | None:
