@@ -25,6 +25,7 @@ import re
 from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from itertools import accumulate
 from operator import itemgetter, methodcaller
 
@@ -547,6 +548,7 @@ class Reading:
         self._next_tables: list[int] | None = None
         self._commands: dict[str, list[Clue]] = {}
         self._device_names: dict[tuple, object] = {}
+        self._repository_fork: str | None = None  # the fork the post's repository is, "" when none
 
     @property
     def clues(self) -> list[Clue]:
@@ -572,6 +574,8 @@ class Reading:
         (default: after the previous figure table); a line of that block saying no GPU was found ("failed to
         initialize CUDA", `CUDA_VISIBLE_DEVICES=` empty) makes it a CPU run whatever its backend column says.
         `options`: the run's -sm/-mg/-dev/-ts, which name the devices it used among those its log lists."""
+        if not self._of("hardware"):  # the post names no machine: nothing to choose from
+            return None, None
         if since is None:  # a table: its stretch runs from the previous figure table to the next
             since, until = (self.previous_table(pos[0]), 1 << 30), (self.next_table(pos[0]), -1)
         else:  # a run: its block ends at its figures
@@ -672,12 +676,14 @@ class Reading:
         ("### ik_llama.cpp", "<summary>llama.cpp</summary>"), else the repository the post belongs to, else the
         tool's own (`default`)."""
         labels = self._of("fork")
-        k = bisect_left(labels, pos, key=_position)
-        if k and labels[k - 1].pos[0] > self.previous_table(pos[0]):
-            return labels[k - 1].value
-        if "github.com/ikawrakow/ik_llama.cpp" in (self.ctx.permalink or ""):
-            return "ik_llama.cpp"
-        return default
+        if labels:
+            k = bisect_left(labels, pos, key=_position)
+            if k and labels[k - 1].pos[0] > self.previous_table(pos[0]):
+                return labels[k - 1].value
+        if self._repository_fork is None:
+            self._repository_fork = "ik_llama.cpp" if "github.com/ikawrakow/ik_llama.cpp" in (self.ctx.permalink or "") \
+                else ""
+        return self._repository_fork or default
 
     def version_at(self, pos: Position) -> str | None:
         """The build line after the table (llama-bench prints it as a footer), else the last one before; else a
@@ -811,15 +817,28 @@ class _MachinePool:
         self.named_pos = [c.pos for c in self.named]
         # per named clue: the index of the nearest named clue before it with another name (-1 when none), so that
         # "one name or several since position P" is one comparison
-        self.other_before: list[int] = []
+        other_before: list[int] = []
+        previous_name, previous_other = None, -1
         for k, clue in enumerate(self.named):
-            if k and self.named[k - 1].value.name != clue.value.name:
-                self.other_before.append(k - 1)
-            else:
-                self.other_before.append(self.other_before[k - 1] if k else -1)
-        self.names = list(dict.fromkeys(c.value.name for c in self.named))
-        self.one_device_machine = len({c.value.name for c in self.devices}) == 1
-        self.any_line = any(c.value.source == "line" for c in self.named)
+            name = clue.value.name
+            if k and previous_name != name:
+                previous_other = k - 1
+            other_before.append(previous_other)
+            previous_name = name
+        self.other_before = other_before
+
+    # Asked only when nothing is named before a figure: computed then, once.
+    @cached_property
+    def names(self) -> list[str]:
+        return list(dict.fromkeys(c.value.name for c in self.named))
+
+    @cached_property
+    def one_device_machine(self) -> bool:
+        return len({c.value.name for c in self.devices}) == 1
+
+    @cached_property
+    def any_line(self) -> bool:
+        return any(c.value.source == "line" for c in self.named)
 
     def machine_for(self, pos: Position, since: Position, until: Position) -> tuple[Machine | None, str | None]:
         if not self.devices and not self.named:

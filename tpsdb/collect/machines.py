@@ -171,10 +171,12 @@ def clean_marks(text: str) -> str:
     return text
 
 
-def hardware_patterns(text: str, among: list | None = None) -> list:
+def hardware_patterns(text: str, among: list | None = None, cleaned: bool = False) -> list:
     """The patterns (of `among`, else of all) that may match somewhere in the text: those whose needed words
-    it holds. For a larger text, the only ones to try on each of its lines."""
-    text = clean_marks(text)
+    it holds. For a larger text, the only ones to try on each of its lines. `cleaned`: the text has been through
+    clean_marks already."""
+    if not cleaned:
+        text = clean_marks(text)
     lower = text.lower()
     possible = []
     for entry in _ENTRIES if among is None else among:
@@ -199,7 +201,8 @@ def hardware_mentions(text: str, patterns: list | None = None) -> list[Mention]:
         return []
     text = clean_marks(text)
     found = [(m.start(), m.end(), m, build, kind)
-             for pattern, build, _, kind in hardware_patterns(text, patterns) for m in pattern.finditer(text)]
+             for pattern, build, _, kind in hardware_patterns(text, patterns, cleaned=True)
+             for m in pattern.finditer(text)]
     if not found:
         return []
     found.sort(key=lambda x: (x[0], x[0] - x[1]))
