@@ -5,9 +5,13 @@ quoted text dropped, because a figure someone quotes is not a figure of the quot
 text gives around the tables are collected with their positions (the machine, the build, the command), and each
 table is read by the reader for its kind, each figure taking the clues nearest to its table:
 
-- hardware: the last machine named before the table, else the first one named after it;
-- version: the first build line after the table (llama-bench prints it as a footer), else the last one before;
+- hardware: the devices of the run's own log that llama.cpp would use (and its -sm/-dev/-ts), else the one machine
+  named since the previous table, else an earlier run's devices or names; two names are ambiguous, never a guess;
+- version: the build line after the table before the next one (llama-bench prints it as a footer), else the last
+  one since the previous table, else the post's only one;
 - command: the last command of the same tool before the table, else the first after.
+
+docs/EXTRACTION.md gives every field's rule: where it may come from, in which order, and what stops it.
 
 Tables that print no model or no lengths take them from elsewhere, never by guessing: the 4167 scoreboard (chip,
 cores, t/s) from the source file's [protocol]; a llama-batched-bench table from the llama-bench table of the same
