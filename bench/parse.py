@@ -60,7 +60,9 @@ def reference_parse(items) -> None:
 def main() -> None:
     rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 5
     items = pages()
-    protocols = {int(s.url.rsplit("/", 1)[1]): s.protocol for s in load_sources().values()}
+    # the discussion threads' sources (other sources, such as benchmark files, have no thread number)
+    protocols = {int(s.url.rsplit("/", 1)[1]): s.protocol for s in load_sources().values()
+                 if "/discussions/" in s.url}
     megabytes = sum(len(body) for _, _, body in items) / 1e6
     works = {"lxml.html.fromstring (reference)": lambda: reference_parse(items),
              "tpsdb pages -> posts": lambda: tpsdb_posts(items),

@@ -102,6 +102,10 @@ def _expected_model(truth: dict, record: dict, protocol: dict) -> str | None:
     pattern = protocol.get("model_file_pattern")
     files_agree = not (pattern and files) or any(re.search(pattern, f, re.I) for f in files)
     same_model = record["model"]["params_b"] == protocol.get("params_b") and files_agree
+    if truth["model"] and "?B" in truth["model"] and record["model"]["params_b"]:
+        # issue 19: a "?B" label is no identity (gpt-oss 20B and 120B both print "gpt-oss ?B"): the row's
+        # parameter count names it
+        return truth["model"].replace("?B", f"{record['model']['params_b']:g}B params")
     return alias if alias and same_model else truth["model"]
 
 

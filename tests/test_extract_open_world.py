@@ -52,7 +52,7 @@ def accepted(candidate) -> bool:
     ("ggml_vulkan: 0 = Intel(R) Arc(TM) Pro B60 Graphics (Intel open-source Mesa driver) | uma: 0 | fp16: 1",
      "Vulkan", "Intel Arc Pro B60"),
     ("ggml_vulkan: 0 = Intel(R) Graphics (MTL) (Intel open-source Mesa driver) | uma: 1 | fp16: 1", "Vulkan",
-     "Intel Arc Graphics (Meteor Lake)"),
+     "Intel Graphics (MTL)"),
     ("ggml_vulkan: 0 = Intel(R) Arc(TM) B70 Graphics (Intel Corporation) | uma: 0 | fp16: 1", "Vulkan",
      "Intel Arc B70"),
     ("ggml_metal_init: allocating\nggml_metal_init: found device: Apple M2 Max", "Metal,BLAS", "Apple M2 Max"),
@@ -79,7 +79,7 @@ def test_a_device_line_that_names_no_chip_names_no_machine():
 @pytest.mark.parametrize(("text", "name"), [
     ("Intel Arc B70", "Intel Arc B70"),
     ("Intel(R) Arc(TM) Pro B60 Graphics", "Intel Arc Pro B60"),
-    ("Intel(R) Graphics (MTL)", "Intel Arc Graphics (Meteor Lake)"),
+    ("Intel(R) Graphics (MTL)", "Intel Graphics (MTL)"),
     ("Tesla M40", "NVIDIA Tesla M40"),
     ("Quadro RTX 8000", "NVIDIA Quadro RTX 8000"),
     ("Intel Core i5 4278U", "Intel Core i5-4278U"),

@@ -99,3 +99,22 @@ def test_d22_i17_unterminated_sql_string_is_one_error_line_naming_file_and_line(
     assert result.returncode == 2
     assert result.stderr == f"error: {path}: line {line}: SQL string opened here is never closed; nothing was stored\n"
     assert rows(empty_db, "select count(*) n from snapshot") == [{"n": 0}]
+
+
+def test_issue17_a_vllm_serving_result_json_is_filed_as_vllm_not_as_llama_bench(tmp_path, empty_db):
+    # the JSON benchmark_serving.py --save-result wrote (https://github.com/nerdalert/vllm-bench-automation,
+    # README.md: "<<<RESULT_START>>>" block of the 10 QPS run), abridged
+    result = {"date": "20250530-203806", "backend": "vllm", "model_id": "meta-llama/Llama-3.2-3B-Instruct",
+              "num_prompts": 300, "request_rate": 10.0, "burstiness": 1.0, "max_concurrency": None,
+              "duration": 36.034275877000255, "completed": 300, "total_input_tokens": 299700,
+              "total_output_tokens": 81050, "output_throughput": 2249.247363167692,
+              "total_token_throughput": 10566.328606120898}
+    path = tmp_path / "results.json"
+    path.write_text(json.dumps(result), encoding="utf-8")
+    out = run_cli("ingest", str(path), "--source-url", "https://example.org/results.json", "--hardware",
+                  "4x NVIDIA L40S", db=empty_db, check=False)
+    assert out.returncode == 1 and "2 rejections added" in out.stdout, out.stdout + out.stderr
+    stored = rows(empty_db, "select candidate_json, reasons from rejection")
+    assert {json.loads(r["candidate_json"])["software"]["name"] for r in stored} == {"vLLM"}
+    reasons = " ".join(r["reasons"] for r in stored)
+    assert "concurrency.users" in reasons and "llama-bench" not in reasons and "build" not in reasons

@@ -278,3 +278,43 @@ def test_d8_extraction_time_grows_linearly_with_the_file():
             large = min([large] + [_extract_time(text * 64)[0] for _ in range(2)])
     assert n_large == 16 * n_small
     assert large / small < 16 * 3, f"16x the text took {large / small:.0f}x the time"  # the cubic section walk: 180x
+
+
+# ------------------------------------------------------------------------------- the tool readers (issue 21 D7)
+# The probe's blocks (../shared/reviews/2026-12-01-reliability-probe-2.md, TM1/TM2): each figure used to walk every
+# machine the text names (64 s for 4 MB of ollama output).
+OLLAMA_BLOCK = ("ollama version is 0.5.7 on NVIDIA GeForce RTX 4090\n$ ollama run llama3.1:8b --verbose\n"
+                "total duration:       5.1s\nprompt eval count:    26 token(s)\nprompt eval rate:     520.00 tokens/s\n"
+                "eval count:           256 token(s)\neval rate:            102.40 tokens/s\n")
+LOG_BLOCK = ("Device 0: NVIDIA GeForce RTX 4090, compute capability 8.9, VMM: yes\nbuild: 4567 (abcdef12)\n"
+             "llama_model_loader: loaded meta data with 19 key-value pairs and 291 tensors from models/llama-2-7b.Q4_0"
+             ".gguf (version GGUF V3 (latest))\nllm_load_print_meta: model params     = 6.74 B\n"
+             "./llama-cli -m models/llama-2-7b.Q4_0.gguf -p \"hi\" -n 128\nllama_print_timings:        eval time =    "
+             "1000.00 ms /   127 runs   (    7.87 ms per token,   127.00 tokens per second)\n\n")
+
+
+# statistics blocks whose commands are all above them, as many commands as blocks (no command in a run's own block:
+# each figure looks for the post's only command, which must not mean a pass over every command per figure)
+STATS_ONLY = ("total duration:       5.1s\nprompt eval count:    26 token(s)\nprompt eval rate:     520.00 tokens/s\n"
+              "eval count:           256 token(s)\neval rate:            102.40 tokens/s\n")
+COMMANDS_ABOVE = "$ ollama run llama3.1:8b --verbose\n"
+
+
+# timing lines with nothing between them: one run's timings as far as the reader can tell, however many
+TIMINGS_ONLY = ("llama_print_timings: prompt eval time =      20.00 ms /     7 tokens (    2.86 ms per token,   "
+                "350.00 tokens per second)\nllama_print_timings:        eval time =    1000.00 ms /   127 runs   (    "
+                "7.87 ms per token,   127.00 tokens per second)\n")
+
+
+@pytest.mark.parametrize("prefix,block", [("", OLLAMA_BLOCK), ("", LOG_BLOCK), (COMMANDS_ABOVE, STATS_ONLY),
+                                          ("", TIMINGS_ONLY)],
+                         ids=["ollama", "llama.cpp log", "commands above", "one long run"])
+def test_d7_tool_readers_take_time_linear_in_the_output(prefix, block):
+    with time_limit(60, "extract_text"):
+        texts = (prefix * 500 + block * 500, prefix * 4000 + block * 4000)
+        (small, n_small), (large, n_large) = _extract_time(texts[0]), _extract_time(texts[1])
+        if large / small >= 8 * 3:  # a busy machine: the best of a few runs before failing
+            small = min([small] + [_extract_time(texts[0])[0] for _ in range(4)])
+            large = min([large] + [_extract_time(texts[1])[0] for _ in range(2)])
+    assert n_large == 8 * n_small
+    assert large / small < 8 * 3, f"8x the output took {large / small:.0f}x the time"  # quadratic: 64x

@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 import socket
 import subprocess
 
@@ -17,8 +18,11 @@ FIELDS = ("hardware, model, quantization, software_version, phase, prompt_tokens
           "users, figure, tokens_per_second, quote, status")
 
 
-def expected_model(thread: str, truth_model: str) -> set[str]:
+def expected_model(thread: str, truth_model: str, quote: str = "") -> set[str]:
     aliases = SPECS[f"llamacpp-{thread}"].protocol.get("model_aliases", {})
+    params = re.search(r"\|\s*([\d.]+) B\s*\|", quote)
+    if "?B" in truth_model and params:  # issue 19: a "?B" label is named by the row's parameter count
+        return {truth_model.replace("?B", f"{float(params[1]):g}B params")}
     return {truth_model, aliases.get(truth_model, truth_model)}
 
 
@@ -47,7 +51,7 @@ def test_every_accept_figure_is_stored_with_all_fields(refreshed):
         assert len(found) == 1, (url, truth)
         row = found[0]
         assert row["status"] == "active"
-        assert row["model"] in expected_model(thread, truth["model"]), (row, truth)
+        assert row["model"] in expected_model(thread, truth["model"], truth["quote"]), (row, truth)
         assert truth["version"] in row["software_version"], (row, truth)
         assert row["figure"] == truth["figure"]
         assert row["generated_tokens"] == truth["generated_tokens"]

@@ -38,6 +38,12 @@ _NAMED_QUANT = re.compile(
 )
 _QUANT_TYPES = tomllib.loads((REFERENCE_DIR / "names" / "quant_types.toml").read_text(encoding="utf-8"))
 LLAMA_CPP_QUANTS = frozenset(_QUANT_TYPES["ggml_types"]) | frozenset(_QUANT_TYPES["llama_ftypes"])
+# Named formats of llama.cpp's forks and of GGUF publishers (ik_llama.cpp's types, Unsloth's "UD-" labels), by the
+# key named_quantization compares ("UD-Q4_K_XL" -> "UD_Q4_K_XL") -> their own spelling.
+_OTHER_GGUF_QUANTS = {name.upper().replace("-", "_"): name for key in ("ik_llama_ftypes", "ik_llama_types",
+                                                                       "unsloth_dynamic")
+                      for name in _QUANT_TYPES.get(key, ())}
+_UD_AFTER = re.compile(r"^(?P<quant>\S+?)\s*\(UD\)$", re.I)  # "Q4_K_XL (UD)" is Unsloth's "UD-Q4_K_XL"
 
 
 # Bounds that catch nonsense (a unit slip, a raw count, an overflow) and that no real figure comes near. Counts stay
@@ -99,7 +105,12 @@ class Reason:
 @lru_cache(maxsize=1024)  # a file names a handful of formats, once per record
 def named_quantization(value: str) -> str | None:
     """The canonical spelling of a quantization format name, or None when it is not a named format."""
+    ud = _UD_AFTER.match(value.strip())
+    if ud:
+        value = "UD-" + ud["quant"]
     candidate = value.strip().upper().replace("-", "_").replace(" ", "_")
+    if candidate in _OTHER_GGUF_QUANTS:
+        return _OTHER_GGUF_QUANTS[candidate]
     return candidate if candidate in LLAMA_CPP_QUANTS or _NAMED_QUANT.match(candidate) else None
 
 

@@ -26,6 +26,7 @@ from tpsdb.collect.machines import canonical_hardware, devices_hardware
 __all__ = ["extract_bench_file", "rows_from_text"]
 
 FORMATS = ("json", "jsonl", "csv", "sql", "md", "txt")
+LLAMA_CPP = "llama.cpp"  # the software of every llama-bench result file
 SQL_TABLES = ("test", "llama_bench")  # llama-bench's own table name, and the one compare-llama-bench uses
 
 
@@ -42,6 +43,9 @@ def extract_bench_file(path_or_bytes, fmt: str | None, ctx: PostContext, hardwar
     fmt = (fmt or _format_of(suffix, text)).lower()
     # the person ingesting the file knows the machine better than the file does: their name wins, canonicalised
     hardware = (canonical_hardware(hardware) or hardware) if hardware else None
+    serving = _serving_result(text) if fmt in ("json", "jsonl") else None
+    if serving is not None:
+        return _serving_candidates(serving, text, ctx, hardware)
     if fmt in ("md", "markdown", "txt", "text"):
         candidates = extract_text(text, ctx)
         if hardware:
@@ -246,9 +250,92 @@ def _candidate(row: dict, quote: str, index: int, ctx: PostContext, hardware: st
         ctx, quote, hardware=_hardware(row, hardware),
         model={"name": model_name(label, params_b, ctx.protocol or {}, files), "params_b": params_b,
                "file_size_gb": round(size / 1e9, 2) if size else None},
-        quantization=quant, version=lb.format_version(build, row.get("build_commit")),
+        quantization=quant, software=LLAMA_CPP, version=lb.format_version(build, row.get("build_commit")),
         options=_options(row, reasons), lengths=(n_prompt, n_gen, depth), users=1, figure="per_user",
         procedure=lb.LLAMA_BENCH, phase=phase, value=_number(row.get("avg_ts")), stddev=_number(row.get("stddev_ts")))
     candidate = Candidate(record, f"row{index}:{phase or 'unknown'}", reasons)
     refuse_unstorable_numbers(candidate)  # avg_ts "inf", stddev_ts "nan", model_size 1e999
     return candidate
+
+
+# --------------------------------------------------------------------------------- serving benchmark results
+# The result file of vLLM's benchmarks/benchmark_serving.py (`--save-result`, also `vllm bench serve`) and of
+# SGLang's bench_serving.py: one JSON object whose keys name the run (backend, model_id, max_concurrency) and its
+# totals (completed, total_input_tokens, total_output_tokens, duration, output_throughput,
+# total_token_throughput). Its figures are the serving benchmark's, never llama-bench's: the reader names them so.
+_SERVING_FIGURES = (("output_throughput", "generation"), ("total_token_throughput", "end_to_end"))
+_SERVING_SOFTWARE = {"vllm": "vLLM", "sglang": "SGLang", "lmdeploy": "LMDeploy", "tgi": "TGI",
+                     "tensorrt-llm": "TensorRT-LLM", "trt-llm": "TensorRT-LLM"}
+NO_SERVER = ("software.name: the serving benchmark ran against backend {!r} (an OpenAI-compatible server), "
+             "which does not say which server software answered")
+NO_SERVING_CONCURRENCY = "concurrency.users: the result file states no max_concurrency (requests at once unknown)"
+UNEVEN_LENGTHS = "lengths: the requests' {} lengths differ (a dataset, not one length)"
+
+
+def _serving_result(text: str) -> dict | None:
+    """The object of a serving benchmark's result file, or None when the file is not one."""
+    if '"output_throughput"' not in text:
+        return None
+    try:
+        obj = json.loads(text)
+    except ValueError:
+        lines = [line for line in text.splitlines() if line.strip()]
+        try:
+            obj = json.loads(lines[-1]) if lines else None  # a JSON-lines file: its last result
+        except ValueError:
+            return None
+    if isinstance(obj, dict) and "output_throughput" in obj and ("model_id" in obj or "backend" in obj):
+        return obj
+    return None
+
+
+def _even(lengths) -> int | None:
+    """The one length every request had (a list of counts all equal), else None."""
+    if not isinstance(lengths, list) or not lengths:
+        return None
+    first = lengths[0]
+    return first if isinstance(first, int) and not isinstance(first, bool) and all(x == first for x in lengths) \
+        else None
+
+
+def _serving_candidates(result: dict, text: str, ctx: PostContext, hardware: str | None) -> list[Candidate]:
+    from tpsdb.collect.timings import quant_in_name  # the one reader of a quantization in a model's name
+
+    backend = str(result.get("backend") or "")
+    key = backend.lower().split("-")[0]
+    software = _SERVING_SOFTWARE.get(key)
+    reasons = [] if software else [NO_SERVER.format(backend)]
+    users = result.get("max_concurrency")
+    users = users if isinstance(users, int) and not isinstance(users, bool) else None
+    if users is None:
+        reasons.append(NO_SERVING_CONCURRENCY)
+    prompt, output = _even(result.get("input_lens")), _even(result.get("output_lens"))
+    for what, value in (("prompt", prompt), ("output", output)):
+        if value is None and isinstance(result.get(f"{'input' if what == 'prompt' else 'output'}_lens"), list):
+            reasons.append(UNEVEN_LENGTHS.format(what))
+    name = str(result.get("model_id") or "") or None
+    settings = ", ".join(f"{k}={result[k]}" for k in ("num_prompts", "request_rate", "max_concurrency", "burstiness")
+                         if result.get(k) is not None)
+    procedure = f"serving benchmark result file (backend {backend or '?'}; {settings})"
+    out = []
+    for k, (field_name, phase) in enumerate(_SERVING_FIGURES):
+        value = _number(result.get(field_name))
+        if value is None:
+            continue
+        quote = _json_pair(text, field_name)
+        lengths = {"generation": (0, output, prompt), "end_to_end": (prompt, output, 0)}[phase]
+        record = new_record(ctx, quote, hardware=hardware, model={"name": name, "params_b": None,
+                                                                   "file_size_gb": None},
+                            quantization=quant_in_name(name), software=software, version=None, options={},
+                            lengths=lengths, users=users, figure="aggregate", procedure=procedure, phase=phase,
+                            value=value)
+        candidate = Candidate(record, f"serving{k}:{phase}", list(reasons))
+        refuse_unstorable_numbers(candidate)
+        out.append(candidate)
+    return out
+
+
+def _json_pair(text: str, key: str) -> str:
+    """The `"key": value` text of a result file (the quote of its figure)."""
+    match = re.search(r'"' + re.escape(key) + r'"\s*+:\s*+[-+\w.]{1,40}', text)
+    return match[0] if match else f'"{key}"'

@@ -5,9 +5,13 @@ quoted text dropped, because a figure someone quotes is not a figure of the quot
 text gives around the tables are collected with their positions (the machine, the build, the command), and each
 table is read by the reader for its kind, each figure taking the clues nearest to its table:
 
-- hardware: the last machine named before the table, else the first one named after it;
-- version: the first build line after the table (llama-bench prints it as a footer), else the last one before;
+- hardware: the devices of the run's own log that llama.cpp would use (and its -sm/-dev/-ts), else the one machine
+  named since the previous table, else an earlier run's devices or names; two names are ambiguous, never a guess;
+- version: the build line after the table before the next one (llama-bench prints it as a footer), else the last
+  one since the previous table, else the post's only one;
 - command: the last command of the same tool before the table, else the first after.
+
+docs/EXTRACTION.md gives every field's rule: where it may come from, in which order, and what stops it.
 
 Tables that print no model or no lengths take them from elsewhere, never by guessing: the 4167 scoreboard (chip,
 cores, t/s) from the source file's [protocol]; a llama-batched-bench table from the llama-bench table of the same
@@ -25,6 +29,7 @@ import re
 from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from itertools import accumulate
 from operator import itemgetter, methodcaller
 
@@ -32,7 +37,8 @@ from lxml import etree
 
 from tpsdb.collect import llamabench as lb
 from tpsdb.collect.machines import (
-    canonical_hardware, device_on_line, devices_hardware, hardware_mentions, hardware_patterns, may_name_device,
+    canonical_hardware, default_devices, device_on_line, devices_hardware, hardware_mentions, hardware_patterns,
+    is_system_listing, may_name_device, select_devices,
 )
 
 __all__ = ["Candidate", "PostContext", "extract_post", "extract_text", "model_name", "new_record",
@@ -420,9 +426,18 @@ class Machine:
     name: str
     kind: str  # "gpu" | "cpu" | "soc" (machines.Mention.kind)
     source: str  # "device" | "heading" | "line"
+    # A device list (source "device"): every device the log lists, (index, raw name, integrated), so that a run's
+    # options (-sm none, -dev, -ts) can name the devices it used; `name` is llama.cpp's default choice of them.
+    devices: tuple[tuple[int, str, bool], ...] = ()
+    # nvidia-smi lists every GPU of the machine (a run's CUDA_VISIBLE_DEVICES picks among them); a log lists only
+    # the devices the run could see
+    whole_machine: bool = False
 
 
 AMBIGUOUS_HARDWARE = "hardware.name: ambiguous ({})"
+UNNAMED_DEVICES = "hardware.name: the run's devices ({}) are not all named"
+UNCHOSEN_DEVICES = "hardware.name: which of the listed devices ({}) the run used is unknown"
+CPU_ONLY = "the run found no GPU (CPU only)"
 # The backends of a llama-bench row that run on the host processor: such a row's machine is the CPU the post names.
 _CPU_BACKENDS = {"cpu", "blas", "cpu,blas", "blas,cpu", "openblas", "cpu, blas", "accelerate"}
 
@@ -454,37 +469,51 @@ def read_clues(pieces: list[Piece], kinds: list[str | None]) -> list[Clue]:
         heading = piece.kind == "heading"
         stated = heading or lb.may_state_version(whole)
         batched = "main:" in whole
-        if not (machines or devices or builds or stated or batched or "llama-b" in whole):
+        cpu_words = lb.may_say_cpu_only(whole)
+        forks = "llama.cpp" in whole or "ik_llama" in whole or "ainline" in whole  # a fork's label needs one
+        if not (machines or devices or builds or stated or batched or cpu_words or forks or "llama-b" in whole):
             continue
-        runs: list[list[tuple[int, str]]] = []  # the device lines of each run printed in this piece
+        runs: list[list[tuple[int, int, str, bool]]] = []  # the device lines of each run printed in this piece
+        system_lists: set[int] = set()  # the runs that nvidia-smi printed
         for j, line in enumerate(lines):
             device = device_on_line(line) if devices else None
             if device:
                 index, name = device
                 if not runs or index == 0 or index != len(runs[-1]):  # "Device 0" again: another run's log
                     runs.append([])
-                runs[-1].append((j, name))
-            elif machines:
+                runs[-1].append((j, index, name, _integrated(line)))
+                if is_system_listing(line):
+                    system_lists.add(len(runs) - 1)
+                continue
+            if cpu_words and lb.says_cpu_only(line):
+                clues.append(Clue((i, j), "cpu_only", True))
+            elif cpu_words and (visible := lb.visible_devices(line)) is not None:
+                clues.append(Clue((i, j), "visible", visible))
+            if machines:
                 source = "heading" if piece.kind == "heading" else "line"
                 clues += [Clue((i, j), "hardware", Machine(m.name, m.kind, source))
                           for m in hardware_mentions(line, machines)]
+            fork = lb.fork_label(line) if forks and len(line) < 80 and ("llama.cpp" in line or "ik_llama" in line
+                                                                   or "ainline" in line) else None
+            if fork:
+                clues.append(Clue((i, j), "fork", fork))
             version = lb.parse_build(line) if builds else None
             if version:
                 clues.append(Clue((i, j), "version", version))
             else:
-                version = lb.parse_stated_version(line, heading) if stated else None
-                if version:
+                for version in (lb.parse_stated_versions(line, heading) if stated else ()):
                     clues.append(Clue((i, j), "stated_version", version))
             params = lb.parse_batched_params(line) if batched else None
             if params:
                 clues.append(Clue((i, j), "batched_params", params))
-        # The devices of one run name its machine together (8 devices -> "8x ...").
-        for run in runs:
-            machine = devices_hardware([name for _, name in run])
-            if machine:
+        # The devices of one run name its machine together (8 devices -> "8x ..."): those llama.cpp uses by default.
+        for r, run in enumerate(runs):
+            listed = tuple((index, name, integrated) for _, index, name, integrated in run)
+            machine = devices_hardware([name for _, name, _ in default_devices(listed)])
+            if machine:  # a device no name says anything of ("AMD Radeon Graphics") names no machine
                 kinds = {m.kind for m in hardware_mentions(machine)}
                 clues.append(Clue((i, run[0][0]), "hardware", Machine(machine, "soc" if "soc" in kinds else "gpu",
-                                                                       "device")))
+                                                                       "device", listed, r in system_lists)))
         # A command may span lines ("\\" continuations). Its line number after joining is only approximate, which
         # is enough: positions only order clues against tables, and a table is always a piece of its own.
         if "llama-b" in whole:  # no command without the tool's name
@@ -516,6 +545,14 @@ class Reading:
         self._bench_tables: dict[int, list[int]] | None = None
         self.table_models: dict[int, ModelRow | None] = {}  # llama-bench table -> its one model (_section_model)
         self._hardware: dict[tuple, tuple[str | None, str | None]] = {}
+        self._pool_cache: dict[str | None, list[_MachinePool]] = {}
+        self._previous_tables: list[int] | None = None
+        self._stated_versions: int | None = None
+        self._build_versions: int | None = None
+        self._next_tables: list[int] | None = None
+        self._commands: dict[str, list[Clue]] = {}
+        self._device_names: dict[tuple, object] = {}
+        self._repository_fork: str | None = None  # the fork the post's repository is, "" when none
 
     @property
     def clues(self) -> list[Clue]:
@@ -532,54 +569,170 @@ class Reading:
         clues = self._by_kind.get(kind, [])
         return clues if test is None else [c for c in clues if test(c.value)]
 
-    def hardware_at(self, pos: Position, wanted: str | None = None) -> tuple[str | None, str | None]:
-        """(machine, None), or (None, the reason it is unknown) for the figures of a table at `pos`.
+    def hardware_at(self, pos: Position, wanted: str | None = None, since: Position | None = None,
+                    options: dict | None = None) -> tuple[str | None, str | None]:
+        """(machine, None), or (None, the reason it is unknown) for the figures of a table (or a run) at `pos`.
 
         `wanted`: "cpu" for rows a CPU backend ran (the host processor named), "gpu" for the other backends, None
-        when the table does not say (an accelerator, else a processor)."""
-        key = (pos, wanted)
+        when the table does not say (an accelerator, else a processor). `since`: where the run's own block starts
+        (default: after the previous figure table); a line of that block saying no GPU was found ("failed to
+        initialize CUDA", `CUDA_VISIBLE_DEVICES=` empty) makes it a CPU run whatever its backend column says.
+        `options`: the run's -sm/-mg/-dev/-ts, which name the devices it used among those its log lists."""
+        if not self._of("hardware"):  # the post names no machine: nothing to choose from
+            return None, None
+        if since is None:  # a table: its stretch runs from the previous figure table to the next
+            since, until = (self.previous_table(pos[0]), 1 << 30), (self.next_table(pos[0]), -1)
+        else:  # a run: its block ends at its figures
+            until = pos
+        selection = _selection_key(options)
+        key = (pos, wanted, since, selection)
         found = self._hardware.get(key)
         if found is None:
-            clues = self._of("hardware")
-            if wanted == "cpu":
-                pools = [[c for c in clues if c.value.kind != "gpu"]]
-            else:
-                pools = [[c for c in clues if c.value.kind != "cpu"]]
-                if wanted is None:
-                    pools.append([c for c in clues if c.value.kind == "cpu"])
+            if self._cpu_only_between(since, pos) or str((options or {}).get("dev", "")).lower() == "none":
+                wanted = "cpu"
             found = (None, None)
-            for pool in pools:
-                found = _machine_for(pool, pos, self.previous_table(pos[0]))
+            for pool in self._pools(wanted):
+                machine, unknown = pool.machine_for(pos, since, until)
+                if machine is not None and machine.source == "device" and wanted != "cpu":
+                    listed = machine.devices
+                    if machine.whole_machine:  # the run saw only its CUDA_VISIBLE_DEVICES of them
+                        visible = self._visible_between(since, pos)
+                        if visible is not None:
+                            by_index = {d[0]: d for d in listed}
+                            listed = tuple(by_index[k] for k in visible if k in by_index)
+                            if len(listed) < len(visible):
+                                listed = ()  # a device the list does not hold: which ran is unknown
+                    if listed is machine.devices and not selection:
+                        chosen, name = [()], machine.name  # llama.cpp's default choice: named with the list
+                    else:
+                        chosen = select_devices(listed, options or {}) if listed else []
+                        name = self._devices_name(tuple(chosen)) if chosen else None
+                    found = (name, None) if name else \
+                        (None, UNNAMED_DEVICES.format(", ".join(n for _, n, _ in chosen)) if chosen else
+                         UNCHOSEN_DEVICES.format(", ".join(n for _, n, _ in machine.devices)))
+                elif machine is not None:
+                    found = (machine.name, None)
+                else:
+                    found = (None, unknown)
                 if found != (None, None):
                     break
             self._hardware[key] = found
         return found
 
+    def _pools(self, wanted: str | None) -> list[_MachinePool]:
+        """The machines a table of that kind may take, read once per post (D7: not once per figure)."""
+        pools = self._pool_cache.get(wanted)
+        if pools is None:
+            clues = self._of("hardware")
+            if wanted == "cpu":
+                pools = [_MachinePool([c for c in clues if c.value.kind != "gpu"], self.previous_table)]
+            else:
+                pools = [_MachinePool([c for c in clues if c.value.kind != "cpu"], self.previous_table)]
+                if wanted is None:
+                    pools.append(_MachinePool([c for c in clues if c.value.kind == "cpu"], self.previous_table))
+            self._pool_cache[wanted] = pools
+        return pools
+
+    def _devices_name(self, chosen: tuple) -> str | None:
+        """The machine the chosen devices make (memoized: every figure of a run asks it)."""
+        name = self._device_names.get(chosen, _UNREAD)
+        if name is _UNREAD:
+            name = self._device_names[chosen] = devices_hardware([n for _, n, _ in chosen])
+        return name
+
+    def _visible_between(self, since: Position, pos: Position) -> tuple[int, ...] | None:
+        """The devices the run's CUDA_VISIBLE_DEVICES names, when its block sets it."""
+        marks = self._of("visible")
+        k = bisect_left(marks, pos, key=_position)
+        return marks[k - 1].value if k and marks[k - 1].pos > since else None
+
+    def _cpu_only_between(self, since: Position, pos: Position) -> bool:
+        marks = self._of("cpu_only")
+        if not marks:
+            return False
+        k = bisect_left(marks, pos, key=_position)
+        return bool(k) and marks[k - 1].pos > since
+
     def previous_table(self, index: int) -> int:
         """The piece index of the figure table before piece `index` (-1 when none)."""
-        for j in range(index - 1, -1, -1):
-            if self.kinds[j] is not None:
-                return j
-        return -1
+        if self._previous_tables is None:
+            previous, last = [], -1
+            for j, kind in enumerate(self.kinds):
+                previous.append(last)
+                if kind is not None:
+                    last = j
+            self._previous_tables = previous
+        return self._previous_tables[index] if index < len(self._previous_tables) else -1
+
+    def next_table(self, index: int) -> int:
+        """The piece index of the figure table after piece `index` (len(pieces) when none)."""
+        if self._next_tables is None:
+            following, last = [0] * len(self.kinds), len(self.kinds)
+            for j in range(len(self.kinds) - 1, -1, -1):
+                following[j] = last
+                if self.kinds[j] is not None:
+                    last = j
+            self._next_tables = following
+        return self._next_tables[index] if index < len(self._next_tables) else len(self.kinds)
+
+    def software_at(self, pos: Position, default: str = "llama.cpp") -> str:
+        """The fork that printed the figures at `pos`: the one a label since the previous figure table names
+        ("### ik_llama.cpp", "<summary>llama.cpp</summary>"), else the repository the post belongs to, else the
+        tool's own (`default`)."""
+        labels = self._of("fork")
+        if labels:
+            k = bisect_left(labels, pos, key=_position)
+            if k and labels[k - 1].pos[0] > self.previous_table(pos[0]):
+                return labels[k - 1].value
+        if self._repository_fork is None:
+            self._repository_fork = "ik_llama.cpp" if "github.com/ikawrakow/ik_llama.cpp" in (self.ctx.permalink or "") \
+                else ""
+        return self._repository_fork or default
 
     def version_at(self, pos: Position) -> str | None:
         """The build line after the table (llama-bench prints it as a footer), else the last one before; else a
         version the post states in passing: the only one it states, else the nearest before, else after."""
-        found = _after_then_before(self._of("version"), pos)
-        if found:
-            return found
+        builds = self._of("version")
+        if builds:
+            # a build line belongs to the table it follows or precedes, never to one past another figure table
+            # (another run, maybe of another fork); else the post's only build
+            k = bisect_right(builds, pos, key=_position)
+            if k < len(builds) and builds[k].pos[0] < self.next_table(pos[0]):
+                return builds[k].value
+            if k and builds[k - 1].pos[0] > self.previous_table(pos[0]):
+                return builds[k - 1].value
+            if self._build_versions is None:
+                # the post's only build, unless the post shows the output of two forks (whose builds differ)
+                forks = {c.value for c in self._of("fork")}
+                self._build_versions = len({c.value for c in builds}) if len(forks) < 2 else 0
+            return builds[0].value if self._build_versions == 1 else None
         stated = self._of("stated_version")
-        if len({c.value for c in stated}) == 1:
+        if self._stated_versions is None:
+            self._stated_versions = len({c.value for c in stated})
+        if self._stated_versions == 1:
             return stated[0].value
-        return _before_then_after(stated, pos)
+        # several versions stated: the one stated since the previous figure table (one only), else the one stated
+        # after the table before the next; else which one ran is unknown
+        lo = bisect_right(stated, (self.previous_table(pos[0]), 1 << 30), key=_position)
+        mid = bisect_left(stated, pos, key=_position)
+        hi = bisect_left(stated, (self.next_table(pos[0]), -1), key=_position)
+        for start, end in ((lo, mid), (mid, hi)):
+            own = {c.value for c in stated[max(start, end - 8):end]}
+            if own:
+                return own.pop() if len(own) == 1 and end - start <= 8 else None
+        return None
 
     def command_at(self, pos: Position, tool: str) -> str | None:
-        found = _before_then_after(self._of("command", lambda v: v[0] == tool), pos)
+        commands = self._commands.get(tool)
+        if commands is None:
+            commands = self._commands[tool] = self._of("command", lambda v: v[0] == tool)
+        found = _before_then_after(commands, pos)
         return found[1] if found else None
 
     def batched_params_at(self, pos: Position) -> dict:
-        before = [c for c in self._of("batched_params") if c.pos < pos]
-        return dict(before[-1].value) if before else {}
+        clues = self._of("batched_params")
+        k = bisect_left(clues, pos, key=_position)
+        return dict(clues[k - 1].value) if k else {}
 
     def section_of(self, index: int) -> int:
         """The section of a piece: how many headings come before it."""
@@ -651,34 +804,105 @@ def _after_then_before(clues: list[Clue], pos: Position):
     return clues[k - 1].value if k else None
 
 
-def _machine_for(clues: list[Clue], pos: Position, previous_table: int) -> tuple[str | None, str | None]:
-    """The machine of a table at `pos` from the machines the post names (of the kind the table wants).
+class _MachinePool:
+    """The machines a post names (of the kinds a table wants), indexed once so that each figure's machine is found
+    by bisection: a post of 16,000 runs takes linear time (D7), not one pass over every clue per figure.
 
-    A log's device lines name the run they print: the last run before the table, else the first after. Headings
+    A log's device lines name the run they print: the last run before the figure, else the first after. Headings
     and lines name the machine of the tables that follow them: the machines named since the previous table (one,
     or several names: ambiguous), else the last one named before. Named only after the table, a machine counts
     when the post names no other one (a heading after a table never names it)."""
-    if not clues:
-        return None, None
-    devices = [c for c in clues if c.value.source == "device"]
-    named = [c for c in clues if c.value.source != "device"]
-    before_devices = [c for c in devices if c.pos < pos]
-    if before_devices:
-        return before_devices[-1].value.name, None
-    before = [c for c in named if c.pos < pos]
-    if before:
-        since = dict.fromkeys(c.value.name for c in before if c.pos[0] > previous_table)
-        if len(since) > 1:
-            return None, AMBIGUOUS_HARDWARE.format(", ".join(since))
-        return (next(iter(since)) if since else before[-1].value.name), None
-    if devices:
-        return devices[0].value.name, None
-    names = dict.fromkeys(c.value.name for c in named)
-    if not any(c.value.source == "line" for c in named):
-        return None, None
-    if len(names) > 1:
-        return None, AMBIGUOUS_HARDWARE.format(", ".join(names))
-    return next(iter(names)), None
+
+    def __init__(self, clues: list[Clue], previous_table=lambda index: -1):
+        self.stretch_start = lambda pos: previous_table(pos[0])  # the figure table before a clue's piece
+        self.devices = [c for c in clues if c.value.source == "device"]
+        self.device_pos = [c.pos for c in self.devices]
+        self.named = [c for c in clues if c.value.source != "device"]
+        self.named_pos = [c.pos for c in self.named]
+        # per named clue: the index of the nearest named clue before it with another name (-1 when none), so that
+        # "one name or several since position P" is one comparison
+        other_before: list[int] = []
+        previous_name, previous_other = None, -1
+        for k, clue in enumerate(self.named):
+            name = clue.value.name
+            if k and previous_name != name:
+                previous_other = k - 1
+            other_before.append(previous_other)
+            previous_name = name
+        self.other_before = other_before
+
+    # Asked only when nothing is named before a figure: computed then, once.
+    @cached_property
+    def names(self) -> list[str]:
+        return list(dict.fromkeys(c.value.name for c in self.named))
+
+    @cached_property
+    def one_device_machine(self) -> bool:
+        return len({c.value.name for c in self.devices}) == 1
+
+    @cached_property
+    def any_line(self) -> bool:
+        return any(c.value.source == "line" for c in self.named)
+
+    def machine_for(self, pos: Position, since: Position, until: Position) -> tuple[Machine | None, str | None]:
+        if not self.devices and not self.named:
+            return None, None
+        k = bisect_left(self.device_pos, pos)
+        h = bisect_left(self.named_pos, pos)
+        lo = bisect_right(self.named_pos, since)
+        last = h - 1
+        # the run's own block first: its device list, else the one machine named in it (a heading "RTX 4090
+        # comparison" over a log that prints no device names the machine, not the device list of the run before)
+        if k and self.device_pos[k - 1] > since:
+            return self.devices[k - 1].value, None
+        if lo <= last:
+            if self.other_before[last] >= lo:
+                return None, AMBIGUOUS_HARDWARE.format(", ".join(self._names_between(lo, last)))
+            return self.named[last].value, None
+        if k:
+            return self.devices[k - 1].value, None
+        if h:
+            # the machines named together before an earlier table: one name, or ambiguous (as for that table)
+            start = bisect_right(self.named_pos, (self.stretch_start(self.named_pos[last]), 1 << 30))
+            if self.other_before[last] >= start:
+                return None, AMBIGUOUS_HARDWARE.format(", ".join(self._names_between(start, last)))
+            return self.named[last].value, None
+        if self.devices:
+            # a device list printed after the figure names its run only before the next table (the log pasted
+            # under its table), or when every list of the post names the same machine
+            first = self.devices[k] if k < len(self.devices) else None
+            if first is not None and (first.pos < until or self.one_device_machine):
+                return first.value, None
+            return None, None
+        if not self.any_line:
+            return None, None
+        if len(self.names) > 1:
+            return None, AMBIGUOUS_HARDWARE.format(", ".join(self.names[:5]))
+        return self.named[0].value, None
+
+    def _names_between(self, lo: int, last: int) -> list[str]:
+        """Up to five of the distinct names of the named clues lo..last, in reading order (bounded work)."""
+        names: dict[str, None] = {}
+        k = last
+        for _ in range(32):
+            if k < lo or len(names) >= 5:
+                break
+            names.setdefault(self.named[k].value.name)
+            k = self.other_before[k]
+        return list(reversed(names))
+
+
+def _selection_key(options: dict | None) -> tuple:
+    if not options:
+        return ()
+    return tuple((k, str(options[k])) for k in ("sm", "main_gpu", "dev", "ts") if k in options)
+
+
+def _integrated(line: str) -> bool:
+    """A Vulkan device line's `uma: 1`: ggml-vulkan sets uma for an integrated GPU (device->uma =
+    deviceType == eIntegratedGpu, ggml/src/ggml-vulkan/ggml-vulkan.cpp) and registers it as
+    GGML_BACKEND_DEVICE_TYPE_IGPU."""
+    return "uma: 1" in line
 
 
 def _wanted_kind(backend: str | None) -> str | None:
@@ -701,10 +925,12 @@ def new_record(ctx: PostContext, quote: str, **fields) -> dict:
 _NO_LENGTHS = (None, None, None)
 
 
-def _record(ctx: PostContext, quote: str, *, hardware=None, model=None, quantization=None, version=None,
-            options=None, lengths=_NO_LENGTHS, users=None, figure=None, procedure=None, phase=None, value=None,
-            stddev=None) -> dict:
+def _record(ctx: PostContext, quote: str, *, hardware=None, model=None, quantization=None, software=None,
+            version=None, options=None, lengths=_NO_LENGTHS, users=None, figure=None, procedure=None, phase=None,
+            value=None, stddev=None) -> dict:
     """A record v1, built at once (the fields in record order; what is not given is unknown).
+
+    `software`: the name of the software that printed the figure, as its reader knows it (None: unknown).
 
     `hardware`: the machine's name, or the record's whole hardware block when the source states more."""
     return {
@@ -713,7 +939,7 @@ def _record(ctx: PostContext, quote: str, *, hardware=None, model=None, quantiza
         "hardware": hardware if isinstance(hardware, dict) else {"name": hardware},
         "model": model if model is not None else {"name": None, "params_b": None, "file_size_gb": None},
         "quantization": quantization,
-        "software": {"name": "llama.cpp", "version": version, "options": options if options is not None else {}},
+        "software": {"name": software, "version": version, "options": options if options is not None else {}},
         "lengths": {"prompt_tokens": lengths[0], "generated_tokens": lengths[1], "context_depth": lengths[2]},
         "concurrency": {"users": users, "figure": figure},
         "nature": {"kind": "measured", "procedure": procedure},
@@ -736,6 +962,10 @@ def model_name(label: str | None, params_b: float | None, protocol: dict, files:
     """
     if not label:
         return None
+    if "?B" in label:
+        # llama-bench prints "gpt-oss ?B" for a size its build does not know, for the 20B and the 120B file alike:
+        # no identity; the parameter count the row prints tells the files apart (issue 19)
+        return label.replace("?B", f"{params_b:g}B params") if params_b else None
     aliases = {k.lower(): v for k, v in (protocol.get("model_aliases") or {}).items()}
     alias = aliases.get(label.lower())
     if alias is None:
@@ -747,6 +977,25 @@ def model_name(label: str | None, params_b: float | None, protocol: dict, files:
     if pattern and files and not any(re.search(pattern, f, re.I) for f in files):
         return label
     return alias
+
+
+# The options that say which devices a run used (machines.select_devices), as a command line gives them; a list
+# ("-sm none,layer": one run per value) says nothing of a single row and is left to the table's own columns.
+_RUN_ARGS = {"-sm": "sm", "--split-mode": "sm", "-mg": "main_gpu", "--main-gpu": "main_gpu", "-dev": "dev",
+             "--device": "dev", "-ts": "ts", "--tensor-split": "ts"}
+
+
+def command_run_options(command: str | None) -> dict:
+    """{"sm": "none", "dev": "CUDA1", …} from a command line's -sm/-mg/-dev/-ts (single values only)."""
+    if not command or "-" not in command:
+        return {}
+    tokens = command.split()
+    options = {}
+    for k, token in enumerate(tokens[:-1]):
+        key = _RUN_ARGS.get(token)
+        if key and "," not in tokens[k + 1]:
+            options[key] = tokens[k + 1].strip("\"'")
+    return options
 
 
 _MODEL_FILES = re.compile(r"(?:^|\s)(?:-m|--model)\s+(\"[^\"]+\"|'[^']+'|\S+)")
@@ -818,6 +1067,8 @@ def _llama_bench(reading: Reading, t: int, i: int, table: Table) -> list[Candida
     command = reading.command_at(pos, lb.LLAMA_BENCH)
     procedure = command or lb.LLAMA_BENCH
     files = tuple(model_files(command))
+    run_options = command_run_options(command)
+    software = reading.software_at(pos)
     ctx = reading.ctx
     columns = _Columns(table)
     k_value, k_test = columns.at("t/s"), columns.at("test")
@@ -828,6 +1079,7 @@ def _llama_bench(reading: Reading, t: int, i: int, table: Table) -> list[Candida
     option_keys = [key for _, key in option_columns]
     options_of: dict[tuple, dict] = {}  # the option cells of a row -> its options (rows repeat them)
     models_of: dict[tuple, tuple] = {}  # the model cells of a row -> (model fields, quantization)
+    machines_of: dict[tuple, tuple] = {}  # (backend cell, option cells) -> (machine, reason it is unknown)
     out = []
     for r, (row, quote) in enumerate(zip(table.rows, table.quotes)):
         cells = columns.cells(row)
@@ -849,10 +1101,15 @@ def _llama_bench(reading: Reading, t: int, i: int, table: Table) -> list[Candida
                 if cell != "":
                     options[name] = reading.option_value(cell)
         (name, params_b, file_size_gb), quantization = model
-        hardware, unknown = reading.hardware_at(pos, _wanted_kind(key_backend(cells)))
+        machine_key = (key_backend(cells), key)  # rows repeat their backend and options: one answer for each
+        found_machine = machines_of.get(machine_key)
+        if found_machine is None:
+            found_machine = machines_of[machine_key] = reading.hardware_at(
+                pos, _wanted_kind(machine_key[0]), options={**run_options, **options} if options else run_options)
+        hardware, unknown = found_machine
         record = _record(ctx, quote, hardware=hardware,
                          model={"name": name, "params_b": params_b, "file_size_gb": file_size_gb},
-                         quantization=quantization, version=version, options=dict(options), lengths=_lengths(shape),
+                         quantization=quantization, software=software, version=version, options=dict(options), lengths=_lengths(shape),
                          users=1, figure="per_user", procedure=procedure, phase=shape.phase if shape else None,
                          value=value[0], stddev=value[1])
         out.append(Candidate(record, f"t{t}:r{r}:{shape.phase if shape else 'unknown'}", [unknown] if unknown else []))
@@ -886,6 +1143,7 @@ def _batched_bench(reading: Reading, t: int, i: int, table: Table) -> list[Candi
     version = reading.version_at(pos)
     command = reading.command_at(pos, lb.BATCHED_BENCH)
     procedure = command or lb.BATCHED_BENCH
+    software = reading.software_at(pos)
     options = reading.batched_params_at(pos)
     model = _section_model(reading, i)
     if model and model.backend:
@@ -918,7 +1176,7 @@ def _batched_bench(reading: Reading, t: int, i: int, table: Table) -> list[Candi
             lengths = (pp, 0, 0) if phase == "prompt" else (0, tg, pp)
             record = _record(ctx, quote, hardware=hardware,
                              model={"name": name, "params_b": params_b, "file_size_gb": file_size_gb},
-                             quantization=quantization, version=version, options=dict(options), lengths=lengths,
+                             quantization=quantization, software=software, version=version, options=dict(options), lengths=lengths,
                              users=users, figure="aggregate", procedure=procedure, phase=phase, value=value[0],
                              stddev=value[1])
             candidate = Candidate(record, f"t{t}:r{r}:{phase}", [unknown] if unknown else [])
@@ -972,7 +1230,8 @@ def _scoreboard(reading: Reading, t: int, i: int, table: Table) -> list[Candidat
             record = _record(ctx, quote, hardware=machine,
                              model={"name": protocol.get("model"), "params_b": protocol.get("params_b"),
                                     "file_size_gb": sizes.get(quant)},
-                             quantization=quant, version=version, options=dict(options), lengths=lengths[phase],
+                             quantization=quant, software="llama.cpp", version=version, options=dict(options),
+                             lengths=lengths[phase],
                              users=1, figure="per_user", procedure=procedure, phase=phase, value=value[0])
             out.append(Candidate(record, f"t{t}:r{r}:{quant}-{phase}"))
     return out
@@ -1001,7 +1260,8 @@ def _compare(reading: Reading, t: int, i: int, table: Table) -> list[Candidate]:
                 continue
             record = _record(reading.ctx, quote, hardware=hardware,
                              model={"name": name, "params_b": model.params_b, "file_size_gb": model.file_size_gb},
-                             quantization=model.quant, lengths=_lengths(shape), users=1, figure="per_user",
+                             quantization=model.quant, software=reading.software_at((i, 0)),
+                             lengths=_lengths(shape), users=1, figure="per_user",
                              procedure=lb.LLAMA_BENCH, phase=shape.phase if shape else None, value=value[0],
                              stddev=value[1])
             out.append(Candidate(record, f"t{t}:r{r}:{column}", [reason]))
@@ -1018,7 +1278,8 @@ def _summary(reading: Reading, t: int, i: int, table: Table) -> list[Candidate]:
             continue
         shape = reading.test(test(row))
         record = _record(reading.ctx, quote, hardware=reading.hardware_at((i, 0))[0],
-                         version=reading.version_at((i, 0)), lengths=_lengths(shape), users=1, figure="per_user",
+                         software=reading.software_at((i, 0)), version=reading.version_at((i, 0)),
+                         lengths=_lengths(shape), users=1, figure="per_user",
                          procedure=lb.LLAMA_BENCH, phase=shape.phase if shape else None, value=value[0],
                          stddev=value[1])
         out.append(Candidate(record, f"t{t}:r{r}:{shape.phase if shape else 'unknown'}", [SUMMARY_TABLE]))

@@ -201,6 +201,21 @@ def parse_stated_version(line: str, heading: bool = False) -> str | None:
     return _first_version(_STATED_PATTERNS, line) if may_state_version(line) else None
 
 
+def parse_stated_versions(line: str, heading: bool = False) -> list[str]:
+    """Every version a line states in passing ("commit 1d0125bc and then commit 2df5bcf3": two)."""
+    first = parse_stated_version(line, heading)
+    if first is None:
+        return []
+    found = dict.fromkeys([first])
+    for pattern in _STATED_PATTERNS:
+        for match in pattern.finditer(line):
+            groups = match.groupdict()
+            version = format_version(groups.get("number"), groups.get("commit"))
+            if version:
+                found.setdefault(version)
+    return list(found)
+
+
 def format_version(number: int | str | None, commit: str | None) -> str | None:
     """The canonical version: "b6918 (2f68ce7cf)", "b6918", or "8e672efe"."""
     number = int(number) if number not in (None, "") else None
@@ -230,8 +245,58 @@ def _first_version(patterns: list[re.Pattern], line: str) -> str | None:
     return None
 
 
+# ------------------------------------------------------------------------------------------------- forks
+# A line that is only a fork's name labels the output below it ("### ik_llama.cpp", "<summary>llama.cpp</summary>",
+# "**mainline**:"): a post comparing forks says so, and a figure takes the fork of its own label (issue 19).
+_FORK_NAMES = {"ik_llama.cpp": "ik_llama.cpp", "ik_llama": "ik_llama.cpp", "llama.cpp": "llama.cpp",
+               "mainline": "llama.cpp", "mainline llama.cpp": "llama.cpp", "llama.cpp mainline": "llama.cpp"}
+_FORK_NOTE = re.compile(r"(?<!\s)\s*+\((?:CPU|CUDA|Vulkan|ROCm|Metal|main|mainline)\)$", re.I)  # "llama.cpp (CUDA)"
+
+
+def fork_label(line: str) -> str | None:
+    """"ik_llama.cpp" or "llama.cpp" when a short line names only that fork, else None."""
+    if len(line) > 80 or ("llama" not in line and "ainline" not in line):
+        return None
+    text = line.replace("<summary>", "").replace("</summary>", "") if "<" in line else line
+    text = text.strip(" \t#*_>`:-/")
+    if text.endswith(")"):
+        text = _FORK_NOTE.sub("", text)
+    return _FORK_NAMES.get(text.lower())
+
+
+# ---------------------------------------------------------------------------------------------- CPU-only runs
+# What a run prints or is given when it finds no GPU: ggml-cuda's "ggml_cuda_init: failed to initialize CUDA: no
+# CUDA-capable device is detected" (and before 2024 "ggml_init_cublas: no CUDA devices found, CUDA will be
+# disabled"), an empty or -1 CUDA_VISIBLE_DEVICES / HIP_VISIBLE_DEVICES, `-dev none`. Such a run is the CPU's,
+# whatever the backend column of a build with CUDA says.
+_CPU_ONLY = re.compile(
+    r"failed to initialize (?:CUDA|ROCm|HIP)\b|no (?:CUDA|ROCm) devices found|CUDA will be disabled"
+    r"|(?<![\w-])(?:CUDA|HIP|ROCR)_VISIBLE_DEVICES=(?:\"\"|''|-1)?(?=\s|$)|(?<![\w-])(?:-dev|--device)\s++none\b")
+
+
+_VISIBLE = re.compile(r"(?<![\w-])(?:CUDA|HIP|ROCR)_VISIBLE_DEVICES=[\"']?+(?P<list>\d{1,2}(?:,\d{1,2}){0,15})[\"']?+(?!\S)")
+
+
+def visible_devices(line: str) -> tuple[int, ...] | None:
+    """(0, 1) from `CUDA_VISIBLE_DEVICES=0,1 ./llama-bench …`: the GPUs a run could see; None when not set."""
+    if "VISIBLE_DEVICES=" not in line:
+        return None
+    match = _VISIBLE.search(line)
+    return tuple(int(k) for k in match["list"].split(",")) if match else None
+
+
+def may_say_cpu_only(text: str) -> bool:
+    """Whether a text holds a word every CPU-only sign needs."""
+    return "VISIBLE_DEVICES" in text or "initialize" in text or "devices found" in text or " none" in text
+
+
+def says_cpu_only(line: str) -> bool:
+    """Whether a line says the run it belongs to found or was given no GPU."""
+    return may_say_cpu_only(line) and _CPU_ONLY.search(line) is not None
+
+
 # ------------------------------------------------------------------------------------------------ commands
-_COMMAND = re.compile(r"(?P<tool>llama-batched-bench|llama-bench)(?P<args>(?:\s+-\S.*)?)$")
+_COMMAND = re.compile(r"(?P<tool>llama-batched-bench|llama-bench)(?:\.exe)?(?P<args>(?:\s+-\S.*)?)$")  # Windows: .exe
 _REDIRECTION = re.compile(r"(?<!\s)\s+\d?>\s*\S+")  # from the start of a blank run only
 _CONTINUATION = re.compile(r"\\\s*\n\s*")
 

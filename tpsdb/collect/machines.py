@@ -171,10 +171,12 @@ def clean_marks(text: str) -> str:
     return text
 
 
-def hardware_patterns(text: str, among: list | None = None) -> list:
+def hardware_patterns(text: str, among: list | None = None, cleaned: bool = False) -> list:
     """The patterns (of `among`, else of all) that may match somewhere in the text: those whose needed words
-    it holds. For a larger text, the only ones to try on each of its lines."""
-    text = clean_marks(text)
+    it holds. For a larger text, the only ones to try on each of its lines. `cleaned`: the text has been through
+    clean_marks already."""
+    if not cleaned:
+        text = clean_marks(text)
     lower = text.lower()
     possible = []
     for entry in _ENTRIES if among is None else among:
@@ -199,7 +201,8 @@ def hardware_mentions(text: str, patterns: list | None = None) -> list[Mention]:
         return []
     text = clean_marks(text)
     found = [(m.start(), m.end(), m, build, kind)
-             for pattern, build, _, kind in hardware_patterns(text, patterns) for m in pattern.finditer(text)]
+             for pattern, build, _, kind in hardware_patterns(text, patterns, cleaned=True)
+             for m in pattern.finditer(text)]
     if not found:
         return []
     found.sort(key=lambda x: (x[0], x[0] - x[1]))
@@ -304,6 +307,11 @@ def may_name_device(text: str) -> bool:
             or ":gpu:" in text)
 
 
+def is_system_listing(line: str) -> bool:
+    """Whether a device line is nvidia-smi's (which lists every GPU of the machine, not those a run used)."""
+    return "|" in line and _DEVICE_LINES[-1].search(clean_marks(line)) is not None
+
+
 def device_on_line(line: str) -> tuple[int, str] | None:
     """(device index, raw device name) on a device line, or None if the line is not one."""
     if not may_name_device(line):
@@ -331,3 +339,56 @@ def devices_hardware(names: list[str]) -> str | None:
     if len(distinct) == 1:
         return distinct[0] if len(canonical) == 1 else f"{len(canonical)}x {distinct[0]}"
     return " + ".join(canonical)
+
+
+# ------------------------------------------------------------------------------- which devices a run used
+Device = tuple[int, str, bool]  # (index in the log's list, raw name, integrated GPU)
+_DEVICE_NAME = re.compile(r"^[A-Za-z]{2,10}(?P<index>\d{1,3})$")  # "CUDA1", "Vulkan0", "ROCm2", "MTL0", "SYCL0"
+
+
+def default_devices(listed: tuple[Device, ...] | list[Device]) -> list[Device]:
+    """The devices llama.cpp gives a model when the run names none: every discrete GPU, and the integrated ones
+    only when the list holds no other. llama.cpp src/llama.cpp, llama_model_load_from_file_impl: "add GPUs", then
+    "add integrated GPUs only if no other devices were found" (GGML_BACKEND_DEVICE_TYPE_IGPU: a Vulkan device whose
+    type is eIntegratedGpu, which its device line prints as `uma: 1`)."""
+    discrete = [d for d in listed if not d[2]]
+    return discrete or list(listed)
+
+
+def select_devices(listed: tuple[Device, ...] | list[Device], options: dict) -> list[Device]:
+    """The devices a run used, from its options as llama-bench prints them (or its command gives them):
+    `dev` ("CUDA0/CUDA1", "none"; "auto" is the default), then `ts` (a device with share 0 gets no layer), then
+    `sm none` (only the main GPU, `main_gpu` of the model's devices, default 0: llama_model_load_from_file_impl,
+    "if using single GPU mode, remove all except the main GPU")."""
+    chosen = default_devices(listed)
+    dev = str(options.get("dev", "") or "").strip()
+    if dev and dev.lower() != "auto":
+        if dev.lower() == "none":
+            return []
+        by_index = {d[0]: d for d in listed}
+        picked = []
+        for part in re.split(r"[/,]", dev):
+            match = _DEVICE_NAME.match(part.strip())
+            if not match or int(match["index"]) not in by_index:
+                return []  # a device the log does not list: which one ran is unknown
+            picked.append(by_index[int(match["index"])])
+        chosen = picked
+    shares = _shares(options.get("ts"))
+    if shares and len(shares) <= len(chosen) and any(shares):
+        chosen = [d for k, d in enumerate(chosen) if k >= len(shares) or shares[k] > 0]
+    if str(options.get("sm", "")).strip().lower() == "none":
+        main = options.get("main_gpu", 0)
+        main = int(main) if str(main).lstrip("-").isdecimal() else 0
+        return [chosen[main]] if 0 <= main < len(chosen) else []
+    return chosen
+
+
+def _shares(value) -> list[float] | None:
+    """`-ts 1/0` or `1,0` (llama-bench prints "1.00/0.00"); None when there is no split or it is no list."""
+    if value in (None, ""):
+        return None
+    try:
+        shares = [float(part) for part in re.split(r"[/,]", str(value)) if part.strip()]
+    except ValueError:
+        return None
+    return shares if len(shares) > 1 else None

@@ -25,7 +25,7 @@ from pathlib import PurePosixPath, PureWindowsPath
 
 from tpsdb.collect import llamabench as lb
 from tpsdb.collect.extract import (
-    SAMPLING_SPEED, Candidate, Reading, new_record, refuse_unstorable_numbers,
+    SAMPLING_SPEED, Candidate, Reading, command_run_options, new_record, refuse_unstorable_numbers,
 )
 from tpsdb.record import named_quantization
 
@@ -45,10 +45,12 @@ LLAMA_CPP, IK_LLAMA_CPP, OLLAMA, MLX_LM, VLLM, SGLANG = "llama.cpp", "ik_llama.c
 # Linear on any line (tests/test_linear_time.py): fixed words first, possessive runs, bounded lazy parts.
 _COMMAND = re.compile(
     r"(?<![\w-])(?P<tool>llama-cli|llama-server|llama-simple|llama-run|llama-completion|llama-sweep-bench"
+    r"|llama-perplexity|llama-embedding|llama-imatrix"
     r"|ollama\s++run|mlx_lm\.generate|mlx_lm\s++generate|vllm\s++bench\s++serve|benchmark_serving\.py"
     r"|sglang\.bench_serving|bench_serving\.py)(?:\.exe)?(?P<args>\s.*+)?$")
 _MAIN_COMMAND = re.compile(r"(?:^|[\s/\\])(?P<tool>main)(?:\.exe)?(?P<args>\s++-.*+)$")  # llama.cpp before 2024
 _TOOL_GROUP = {"llama-cli": "llama", "llama-server": "llama", "llama-simple": "llama", "llama-run": "llama",
+               "llama-perplexity": "llama", "llama-embedding": "llama", "llama-imatrix": "llama",
                "llama-completion": "llama", "main": "llama", "llama-sweep-bench": "sweep", "ollama run": "ollama",
                "mlx_lm.generate": "mlx", "mlx_lm generate": "mlx", "vllm bench serve": "serving",
                "benchmark_serving.py": "serving", "sglang.bench_serving": "serving", "bench_serving.py": "serving"}
@@ -65,7 +67,7 @@ _MLX = re.compile(r"^\s*+(?P<what>Prompt|Generation):\s*+(?:(?P<n>\d++)\s++token
                   r"(?P<tps>\d[\d.]*+)\s*+tokens-per-sec")
 _FIELD = re.compile(r"^[\s#]*+(?P<key>[A-Za-z][^:\n]{0,80}):\s*+(?P<value>\S++)")
 _QUANT_IN_NAME = re.compile(
-    r"(?<![A-Za-z0-9])(?P<quant>I?Q\d_[A-Za-z0-9_]++|T?Q\d_\d|BF16|F16|F32|FP8|FP16|AWQ|GPTQ|MXFP4|NVFP4|W8A8|"
+    r"(?<![A-Za-z0-9])(?P<quant>(?:UD-)?I?Q\d_[A-Za-z0-9_]++|T?Q\d_\d|BF16|F16|F32|FP8|FP16|AWQ|GPTQ|MXFP4|NVFP4|W8A8|"
     r"W4A16|INT4|INT8|[3468]bit)(?![A-Za-z0-9])", re.I)
 _SHARD = re.compile(r"-\d{5}-of-\d{5}$")
 
@@ -97,6 +99,24 @@ def _nearest(items: list, pos: Position):
 
 def _first(item):
     return item[0]
+
+
+def _within(items: list, since: Position, pos: Position, whole: bool = False):
+    """The value of the last item strictly between `since` and `pos` (items are (pos, …, value) in order), or the
+    whole item with `whole`; None when the block holds none."""
+    k = bisect_left(items, pos, key=_first)
+    if k and items[k - 1][0] > since:
+        return items[k - 1] if whole else items[k - 1][-1]
+    return None
+
+
+def _only(items: list):
+    """The value all the items share (the post states one), else None."""
+    values = {item[-1] for item in items}
+    return items[0][-1] if len(values) == 1 else None
+
+
+_UNSET = object()
 
 
 def _text_lines(reading: Reading):
@@ -175,7 +195,7 @@ def _int_arg(command: str | None, *names: str) -> int | None:
     return int(value) if value and value.isdecimal() and len(value) < 19 else None
 
 
-def _quant_in_name(name: str | None) -> str | None:
+def quant_in_name(name: str | None) -> str | None:
     """A quantization the model's name states ("Qwen3-8B-Q4_K_M.gguf", "Llama-3.2-3B-Instruct-4bit", "-AWQ")."""
     if not name:
         return None
@@ -202,11 +222,16 @@ class _Post:
         self.reading = reading
         self.clues = _read_clues(reading)
         self.out: list[Candidate] = []
+        self._only_file: object = _UNSET
+        self._only_command: dict[str, object] = {}
+        self._only_facts: dict[str, str | None] = {}
+        self._serving_last: Position = (-1, -1)  # the last figure of the serving summary read before
 
     def add(self, quote: str, pos: Position, slot: str, *, software: str | None, version: str | None, model: dict,
             quantization: str | None, lengths: tuple, users: int | None, figure: str, command: str | None,
-            tool: str, phase: str, value: float, reasons: list[str] | None = None) -> None:
-        hardware, unknown = self.reading.hardware_at(pos)
+            tool: str, phase: str, value: float, reasons: list[str] | None = None,
+            since: Position | None = None) -> None:
+        hardware, unknown = self.reading.hardware_at(pos, since=since, options=command_run_options(command))
         record = new_record(self.reading.ctx, quote, hardware=hardware, model=model, quantization=quantization,
                             version=version, options={}, lengths=lengths, users=users, figure=figure,
                             procedure=command, phase=phase, value=value)
@@ -220,61 +245,109 @@ class _Post:
         refuse_unstorable_numbers(candidate)
         self.out.append(candidate)
 
-    def command(self, group: str, pos: Position) -> tuple[str, str] | tuple[None, None]:
-        found = _nearest(self.clues.commands.get(group, []), pos)
-        return (found[1], found[2]) if found else (None, None)
-
     def version(self, software: str, pos: Position) -> str | None:
         found = _nearest(self.clues.versions.get(software, []), pos)
         return found[1] if found else None
 
-    def loader(self, key: str, pos: Position) -> str | None:
-        found = _nearest(self.clues.loader.get(key, []), pos)
-        return found[1] if found else None
-
     def gguf_model(self, pos: Position, command: str | None) -> tuple[dict, str | None]:
-        """The model of a llama.cpp run: its loader lines, else the command's model file."""
-        path = self.loader("file", pos) or _arg(command, "-m", "--model")
+        """The model of a llama.cpp run whose output is the table at `pos` (sweep-bench): its loader lines before
+        it since the previous figure table, else its command's model file."""
+        return self.run_model((self.reading.previous_table(pos[0]), 1 << 30), pos, command)
+
+    def run_model(self, since: Position, pos: Position, command: str | None) -> tuple[dict, str | None]:
+        """The model of the run whose block is (since, pos): its loader lines, else its command's `-m`. A run's
+        model facts come from its own block only (D5: a second, trimmed log must not take the first log's model or
+        parameters); a block that names no model file at all takes the post's, when the post names exactly one."""
+        path = _within(self.clues.loader.get("file", []), since, pos) or _arg(command, "-m", "--model")
+        if path:
+            facts = {key: _within(self.clues.loader.get(key, []), since, pos) for key in ("ftype", "params", "size")}
+        else:
+            path = self.only_model_file()
+            facts = {key: self.only_loader_fact(key) if path else None for key in ("ftype", "params", "size")}
         name = _file_stem(path) if path else None
-        ftype = self.loader("ftype", pos)
-        params, size = self.loader("params", pos), self.loader("size", pos)
-        quant = (lb.normalize_quant(ftype) if ftype else None) or _quant_in_name(name)
+        ftype, params, size = facts["ftype"], facts["params"], facts["size"]
+        quant = (lb.normalize_quant(ftype) if ftype else None) or quant_in_name(name)
         return ({"name": name, "params_b": lb.parse_params_b(params) if params else None,
                  "file_size_gb": lb.parse_size_gb(size) if size else None}, quant)
 
-    def llama_version(self, pos: Position) -> str | None:
-        found = _nearest(self.clues.builds, pos)
-        return found[1] if found else self.reading.version_at(pos)
+    def only_loader_fact(self, key: str) -> str | None:
+        """The value all the post's loader lines of that kind share, else None (computed once per post)."""
+        if key not in self._only_facts:
+            self._only_facts[key] = _only(self.clues.loader.get(key, []))
+        return self._only_facts[key]
+
+    def only_model_file(self) -> str | None:
+        """The one model file the whole post names (loader lines and the llama.cpp commands' -m), else None."""
+        if self._only_file is _UNSET:
+            paths = [p for _, p in self.clues.loader.get("file", [])]
+            paths += [a for _, _, c in self.clues.commands.get("llama", []) if (a := _arg(c, "-m", "--model"))]
+            stems = {_file_stem(p) for p in paths}
+            self._only_file = paths[0] if len(stems) == 1 else None
+        return self._only_file
+
+    def run_command(self, group: str, since: Position, pos: Position) -> tuple[str, str] | tuple[None, None]:
+        """The command of the run whose block is (since, pos): the last one in the block, else the post's only
+        command of that tool (a command shown once for several logs, or after its log)."""
+        commands = self.clues.commands.get(group, [])
+        found = _within(commands, since, pos, whole=True)
+        if found is None and commands:
+            only = self._only_command.get(group, _UNSET)
+            if only is _UNSET:  # once per post, not per figure (linear time)
+                only = self._only_command[group] = commands[0] if len({c for _, _, c in commands}) == 1 else None
+            found = only
+        return (found[1], found[2]) if found else (None, None)
+
+    def llama_version(self, pos: Position, since: Position | None = None) -> str | None:
+        """The build of a run: its block's build line; else the post's only build; else (no build line at all)
+        the version the post states (extract.Reading.version_at). Several builds and none in the block: unknown."""
+        builds = self.clues.builds
+        if since is not None:
+            found = _within(builds, since, pos)
+            if found:
+                return found
+        if builds:
+            return builds[0][1] if len({b for _, b in builds}) == 1 else None
+        return self.reading.version_at(pos)
 
     # ------------------------------------------------------------------------------------------ readers
     def llama_logs(self) -> None:
-        prompt_tokens: dict[int, int] = {}  # piece -> the last prompt count read (the depth of what follows)
+        timings = []
         server_at: Position | None = None  # llama-server's "slot print_timing:" line: its timings follow it
-        count = 0
         for pos, line in _text_lines(self.reading):
             if "print_timing" in line and "llama_print_timing" not in line:
                 server_at = pos
             timing = lb.parse_timing(line) if "tokens per second" in line else None
-            if not timing:
-                continue
-            server = server_at is not None and server_at[0] == pos[0] and 0 <= pos[1] - server_at[1] <= 2
-            tool, command = self.command("llama", pos)
+            if timing:
+                server = server_at is not None and server_at[0] == pos[0] and 0 <= pos[1] - server_at[1] <= 2
+                timings.append((pos, line, timing, server))
+        count = 0
+        since: Position = (-1, -1)  # where the current run's block starts: after the previous run's timings
+        group_start, group_prompt = 0, None
+        for k, (pos, line, timing, server) in enumerate(timings):
+            previous = timings[k - 1][0] if k else None
+            if previous is None or previous[0] != pos[0] or pos[1] - previous[1] > 4:  # a new run's timings
+                since = previous if previous is not None else (-1, -1)
+                group_start, group_prompt = k, None
+            first = timings[group_start][0]
+            tool, command = self.run_command("llama", since, first)
             if server:
                 tool, command = ("llama-server", command) if tool == "llama-server" else ("llama-server", None)
-            model, quant = self.gguf_model(pos, command)
+            model, quant = self.run_model(since, first, command)
             reasons = [SAMPLING_SPEED] if timing.sampling else []
             slots = _int_arg(command, "-np", "--parallel")
             if server and slots and slots > 1:
                 reasons.append(SERVER_SLOTS.format(slots))
             if timing.phase == "prompt" and not timing.sampling:
-                prompt_tokens[pos[0]] = timing.tokens
                 lengths: tuple = (timing.tokens, 0, 0)
+                if group_prompt is None:
+                    group_prompt = timing.tokens
             else:
-                lengths = (0, timing.tokens, None if server else prompt_tokens.get(pos[0]))
-            self.add(line.strip(), pos, f"log{count}:{timing.phase}", software=LLAMA_CPP,
-                     version=self.llama_version(pos), model=model, quantization=quant, lengths=lengths, users=1,
-                     figure="per_user", command=command, tool=tool or "llama.cpp", phase=timing.phase,
-                     value=timing.tokens_per_second, reasons=reasons)
+                # generation follows the run's own prompt (its prompt line in the same timings), at that depth
+                lengths = (0, timing.tokens, None if server else group_prompt)
+            self.add(line.strip(), pos, f"log{count}:{timing.phase}", software=self.reading.software_at(pos),
+                     version=self.llama_version(first, since), model=model, quantization=quant, lengths=lengths,
+                     users=1, figure="per_user", command=command, tool=tool or "llama.cpp", phase=timing.phase,
+                     value=timing.tokens_per_second, reasons=reasons, since=since)
             count += 1
 
     def sweep_tables(self) -> None:
@@ -289,9 +362,10 @@ class _Post:
                 continue
             column = {name: k for k, name in enumerate(names)}
             pos = (i, 0)
-            tool, command = self.command("sweep", pos)
+            tool, command = self.run_command("sweep", (self.reading.previous_table(i), 1 << 30), pos)
             model, quant = self.gguf_model(pos, command)
-            version = self.llama_version(pos)
+            version = self.llama_version(pos, (self.reading.previous_table(i), 1 << 30))
+            software = self.reading.software_at(pos, IK_LLAMA_CPP)
             for r, (row, quote) in enumerate(zip(table.rows, table.quotes)):
                 cells = [row[column[n]] if column[n] < len(row) else "" for n in ("pp", "tg", "n_kv")]
                 if not all(c.isdecimal() for c in cells):
@@ -303,15 +377,19 @@ class _Post:
                     value = lb.parse_value(row[k]) if k < len(row) else None
                     if value is None:
                         continue
-                    self.add(quote, pos, f"t{t}:r{r}:{phase}", software=IK_LLAMA_CPP, version=version,
+                    self.add(quote, pos, f"t{t}:r{r}:{phase}", software=software, version=version,
                              model=dict(model), quantization=quant, lengths=lengths, users=1, figure="per_user",
                              command=command, tool="llama-sweep-bench", phase=phase, value=value[0])
 
     def ollama(self) -> None:
         counts: dict[str, tuple[int, str]] = {}  # "prompt eval" | "eval" -> (count, its line)
+        # a run's block: after the previous run's statistics ("total duration" starts a run's statistics)
+        since: Position = (-1, -1)
+        last: Position = (-1, -1)
         for pos, line in _text_lines(self.reading):
             if "total duration" in line:
                 counts = {}
+                since = last
             if "eval" not in line:
                 continue
             match = _OLLAMA.match(line)
@@ -329,17 +407,21 @@ class _Post:
             count, count_line = counts.get(what, (None, ""))
             prompt = counts.get("prompt eval", (None, ""))[0]
             lengths = (count, 0, 0) if phase == "prompt" else (0, count, prompt)
-            tool, command = self.command("ollama", pos)
-            name = command.split()[2] if command and len(command.split()) > 2 else None
-            name = name if name and not name.startswith("-") else None
+            last = pos
+            tool, command = self.run_command("ollama", since, pos)
+            # the model: the first argument after "run" that is no option ("ollama run --verbose llama2")
+            name = next((a for a in (command or "").split()[2:] if not a.startswith("-")), None)
+            name = name if name and not name.startswith(("'", '"')) else None
             quote = f"{count_line}\n{line.strip()}" if count_line else line.strip()
             self.add(quote, pos, f"ollama{len(self.out)}:{phase}", software=OLLAMA,
                      version=self.version(OLLAMA, pos), model={"name": name, "params_b": None, "file_size_gb": None},
-                     quantization=_quant_in_name(name), lengths=lengths, users=1, figure="per_user",
-                     command=command, tool="ollama run --verbose", phase=phase, value=value)
+                     quantization=quant_in_name(name), lengths=lengths, users=1, figure="per_user",
+                     command=command, tool="ollama run --verbose", phase=phase, value=value, since=since)
 
     def mlx(self) -> None:
         prompt: int | None = None
+        since: Position = (-1, -1)  # a run's block: after the previous run's figures ("Prompt:" starts a run's)
+        last: Position = (-1, -1)
         for pos, line in _text_lines(self.reading):
             if "tokens-per-sec" not in line:
                 continue
@@ -351,15 +433,18 @@ class _Post:
                 continue
             count = int(match["n"]) if match["n"] else None
             phase = "prompt" if match["what"] == "Prompt" else "generation"
+            if phase == "prompt" or pos[0] != last[0] or pos[1] - last[1] > 2:
+                since, prompt = last, None  # a new run: the depth of its generation is its own prompt only
             if phase == "prompt":
                 prompt = count
+            last = pos
             lengths = (count, 0, 0) if phase == "prompt" else (0, count, prompt)
-            tool, command = self.command("mlx", pos)
+            tool, command = self.run_command("mlx", since, pos)
             name = _arg(command, "--model")
             self.add(line.strip(), pos, f"mlx{len(self.out)}:{phase}", software=MLX_LM,
                      version=self.version(MLX_LM, pos), model={"name": name, "params_b": None, "file_size_gb": None},
-                     quantization=_quant_in_name(name), lengths=lengths, users=1, figure="per_user",
-                     command=command, tool="mlx_lm.generate", phase=phase, value=value)
+                     quantization=quant_in_name(name), lengths=lengths, users=1, figure="per_user",
+                     command=command, tool="mlx_lm.generate", phase=phase, value=value, since=since)
 
     def serving(self) -> None:
         for i, piece in enumerate(self.reading.pieces):
@@ -389,7 +474,8 @@ class _Post:
         if not figures:
             return
         pos = (i, figures[0][0])
-        tool, command = self.command("serving", pos)
+        since, self._serving_last = self._serving_last, (i, figures[-1][0])  # a run's block: after the previous
+        tool, command = self.run_command("serving", since, pos)
         backend = (fields.get("backend") or _arg(command, "--backend") or "").lower()
         if backend.startswith("sglang") or (not backend and tool and "sglang" in tool):
             software: str | None = SGLANG
@@ -415,9 +501,9 @@ class _Post:
                        "end_to_end": (prompt, output, 0)}[phase]
             self.add(line, (i, j), f"serving{len(self.out)}:{phase}", software=software,
                      version=self.version(software, (i, j)) if software else None,
-                     model={"name": name, "params_b": None, "file_size_gb": None}, quantization=_quant_in_name(name),
+                     model={"name": name, "params_b": None, "file_size_gb": None}, quantization=quant_in_name(name),
                      lengths=lengths, users=users, figure="aggregate", command=command,
-                     tool=tool or "serving benchmark", phase=phase, value=value, reasons=reasons)
+                     tool=tool or "serving benchmark", phase=phase, value=value, reasons=reasons, since=since)
 
 
 def _number(text: str) -> float | None:
