@@ -184,10 +184,8 @@ def model_block(found: Checkpoint | None, name: str | None = None) -> dict:
 
 def candidate(ctx: FileContext, quote: str, slot: str, reasons: list[str], *, software: str | None,
               published_at: str | None = None, author: str | None = None, **fields: Any) -> Candidate:
-    """A candidate record (record format v1) with its software's real name (new_record starts it as llama.cpp)."""
-    record = new_record(context(ctx, author, published_at), quote, **fields)
-    record["software"]["name"] = software
-    return Candidate(record, slot, reasons)
+    """A candidate record (record format v1) naming the software its row ran."""
+    return Candidate(new_record(context(ctx, author, published_at), quote, software=software, **fields), slot, reasons)
 
 
 def day(value: Any) -> str | None:

@@ -68,7 +68,7 @@ def _candidate(run: dict, quote: str, post) -> Candidate:
         options["toolbox"] = str(run["env"])  # the ROCm/Vulkan stack the run used (kyuz0's toolbox image)
     model_clean = str(run.get("model_clean") or run.get("model") or "")
     record = new_record(
-        post, quote, hardware=HARDWARE,
+        post, quote, hardware=HARDWARE, software=SOFTWARE,
         model={"name": model_name(model_clean) or None, "params_b": run.get("params_b"),
                "file_size_gb": round(size_gib * GIB_IN_GB, 2) if isinstance(size_gib, (int, float)) else None},
         quantization=run.get("quant"), version=lb.format_version(build.get("number"), build.get("hash")),

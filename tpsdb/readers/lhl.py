@@ -68,7 +68,7 @@ def _candidate(row: dict, line: str, number: int, post, hardware: str | None) ->
     raw = row.get("bench_raw")
     quote = member_span(line, "bench_raw") if isinstance(raw, dict) else None
     if quote is None:  # a failed run: what the line says, kept as a rejection
-        record = new_record(post, line.strip(), hardware=hardware, users=1, figure="per_user",
+        record = new_record(post, line.strip(), hardware=hardware, software=SOFTWARE, users=1, figure="per_user",
                             procedure="llama-bench", value=row.get("tokens_per_sec"))
         return Candidate(record, run_slot(*identity),
                          ["nature: failed run (the line holds no llama-bench record), no figure"])
