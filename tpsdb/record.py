@@ -21,7 +21,8 @@ from pydantic_core import PydanticCustomError
 
 from .config import REFERENCE_DIR
 from .models import Figure, NatureKind, Phase
-from .units import GIB_IN_GB, MIB_IN_GB
+from . import units
+from .units import GIB_IN_GB, MIB_IN_GB  # noqa: F401  re-exported for the tests and callers
 
 
 # Format names as the tools print them. A name matching none of these ("4-bit", "8 bits", "int4?") is refused:
@@ -266,28 +267,20 @@ ModelLookup = Callable[[str], ModelFacts | None]
 
 
 # ------------------------------------------------------------------------------------------------------ units
-_QUANTITY = re.compile(r"^\s*+([0-9][0-9,]*+(?:\.[0-9]++)?)\s*+([A-Za-z]*+)\s*+$")  # possessive: linear
-
-
-_SIZE_UNITS = {"GB": 1.0, "G": 1.0, "GIB": GIB_IN_GB, "MB": 0.001, "MIB": MIB_IN_GB, "TB": 1000.0}
-_PARAM_UNITS = {"B": 1.0, "M": 0.001, "K": 0.000001, "T": 1000.0}
-
-
-def _quantity(value: str, field: str, reasons: list[str], units: dict[str, float], hint: str,
-              ndigits: int) -> float | None:
-    """A number written with its unit ("59.02 GiB", "116,830 M"), in the unit whose factor is 1."""
-    match = _QUANTITY.match(value)
-    if not match or match.group(2).upper() not in units:
+def _quantity(value: str, field: str, reasons: list[str], parse: Callable[[str], float | None],
+              hint: str) -> float | None:
+    """A number written with its unit ("59.02 GiB", "116,830 M"), read by tpsdb.units (the readers' parser too)."""
+    number = parse(value)
+    if number is None:
         reasons.append(Reason.bad(field, f'unknown unit in "{value}" ({hint})'))
-        return None
-    return round(float(match.group(1).replace(",", "")) * units[match.group(2).upper()], ndigits)
+    return number
 
 
 def _size_gb(value: float | str, field: str, reasons: list[str]) -> float | None:
     """Decimal GB from a number (already GB) or a string with its unit: GB, GiB, MB, MiB."""
     if isinstance(value, (int, float)):
         return float(value)
-    return _quantity(value, field, reasons, _SIZE_UNITS, "use GB, GiB, MB or MiB", 4)
+    return _quantity(value, field, reasons, units.size_gb, "use GB, GiB, MB or MiB")
 
 
 def _params_b(value: float | str, field: str, reasons: list[str]) -> float | None:
@@ -297,7 +290,7 @@ def _params_b(value: float | str, field: str, reasons: list[str]) -> float | Non
             reasons.append(Reason.bad(field, f"{value:g} is not in billions (looks like millions or a raw count)"))
             return None
         return float(value)
-    return _quantity(value, field, reasons, _PARAM_UNITS, "use B or M", 6)
+    return _quantity(value, field, reasons, units.params_b, "use B or M")
 
 
 _MODEL_LIMITS = {"model.params_b": MAX_PARAMS_B, "model.active_params_b": MAX_PARAMS_B,

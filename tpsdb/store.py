@@ -9,7 +9,6 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import re
 import zlib
 from dataclasses import dataclass, field
 from datetime import date
@@ -31,6 +30,7 @@ from .record import (
     validate,
     validate_well_formed_json,
 )
+from .units import parse_version  # noqa: F401  (re-exported: callers import it from here)
 
 # One encoder for every call: json.dumps with options builds a new encoder each time, which cost a bulk add ~2 µs
 # per record.
@@ -55,18 +55,6 @@ def natural_key(data: Any) -> str:
 def source_home(url: str) -> str:
     """The publication a figure's URL belongs to: the URL without its #fragment."""
     return url.split("#", 1)[0]
-
-
-_BUILD_NUMBER = re.compile(r"\bb?(\d{3,6})\b")
-_COMMIT = re.compile(r"\b([0-9a-f]{7,40})\b")
-
-
-def parse_version(version: str) -> tuple[int | None, str | None]:
-    """Build number and commit from a llama.cpp-style version ("b6918 (2f68ce7cf)", "8e672efe")."""
-    commit = _COMMIT.search(version)
-    rest = version.replace(commit.group(1), "") if commit else version
-    number = _BUILD_NUMBER.search(rest) if re.search(r"(^|\s|\()b?\d{3,6}(\)|\s|$)", rest) else None
-    return (int(number.group(1)) if number else None, commit.group(1) if commit else None)
 
 
 BATCH = 5000
