@@ -19,7 +19,19 @@ from typing import Annotated, Any, Callable
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PlainValidator, ValidationError
 from pydantic_core import PydanticCustomError
 
+from .ceiling import (  # noqa: F401  (ModelFacts, Share, read_share, ceiling_tokens_per_second: re-exported)
+    MOE_UNKNOWN,
+    ModelFacts,
+    Share,
+    active_share,
+    ceiling_of,
+    ceiling_tokens_per_second,
+    choose_bandwidth,
+    is_checked_figure,
+    read_share,
+)
 from .config import REFERENCE_DIR
+from .files import file_size_read
 from .models import Figure, NatureKind, Phase
 from . import units
 from .units import GIB_IN_GB, MIB_IN_GB  # noqa: F401  re-exported for the tests and callers
@@ -243,6 +255,7 @@ class Outcome:
     record: Record | None = None
     reasons: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    share: Share | None = None  # of an accepted record: the active share read per token (tpsdb.ceiling)
 
     @property
     def accepted(self) -> bool:
@@ -251,15 +264,6 @@ class Outcome:
 
 # A lookup the validator may use for the ceiling check: hardware name -> memory bandwidth in GB/s, or None.
 BandwidthLookup = Callable[[str], float | None]
-
-
-@dataclass(frozen=True)
-class ModelFacts:
-    """What the database (the reference data) knows of a model, for the ceiling check."""
-
-    params_b: float | None = None
-    active_params_b: float | None = None
-    mixture_of_experts: bool | None = None
 
 
 # model name -> its stored facts, or None
@@ -511,9 +515,10 @@ def check_record(record: Record, reasons: list[str], *, bandwidth_of: BandwidthL
     _check_nature(record, reasons)
     _check_value(record, reasons)
     notes: list[str] = []
-    if not reasons:
-        _check_ceiling(record, reasons, bandwidth_of, model_of, notes)
-    return Outcome(record=None if reasons else record, reasons=reasons, notes=notes)
+    share = _check_ceiling(record, reasons, bandwidth_of, model_of, notes) if not reasons else None
+    if reasons:
+        return Outcome(reasons=reasons, notes=notes)
+    return Outcome(record=record, reasons=reasons, notes=notes, share=share)
 
 
 # http(s), any case; a host with a dot and no user:password@; nothing blank or invisible anywhere (a trailing
@@ -740,83 +745,27 @@ def _check_value(r: Record, reasons: list[str]) -> None:
     _check_range(r.stddev, "stddev", reasons, MAX_TOKENS_PER_SECOND, zero_ok=True)
 
 
-def read_share(params_b: float | None, active_params_b: float | None) -> float:
-    """The share of the file read per token: all of it for a dense model, the active share for a mixture of experts."""
-    return active_params_b / params_b if params_b and active_params_b else 1.0
-
-
-def ceiling_tokens_per_second(bandwidth_gbs: float, file_size_gb: float, params_b: float | None = None,
-                              active_params_b: float | None = None) -> float:
-    """The computed maximum of one user's generation speed: bandwidth / bytes read per token."""
-    return bandwidth_gbs / (file_size_gb * read_share(params_b, active_params_b))
-
-
-# llama-bench's type label names a mixture of experts: "qwen3moe 30B.A3B" (3 B active), "gpt-oss 120B MXFP4 MoE".
-_ACTIVE_IN_LABEL = re.compile(r"(?<![A-Za-z0-9])(\d+(?:\.\d+)?)B[.\-_ ]A(\d+(?:\.\d+)?)B\b")
-_MOE_IN_LABEL = re.compile(r"moe|\bMoE\b|(?<![A-Za-z0-9])\d+(?:\.\d+)?B[.\-_ ]A\d+(?:\.\d+)?B\b", re.I)
-
-
-@dataclass(frozen=True)
-class Share:
-    """The active share of a model's file read per token, and where it comes from."""
-
-    params_b: float | None
-    active_params_b: float | None
-    mixture_of_experts: bool
-    origin: str  # "record", "reference", "label", "dense" or "unknown"
-
-    @property
-    def known(self) -> bool:
-        return self.origin != "unknown"
-
-    @property
-    def value(self) -> float:
-        return read_share(self.params_b, self.active_params_b)
-
-
-def active_share(name: str | None, params_b: float | None, active_params_b: float | None,
-                 facts: ModelFacts | None, label: str | None = None) -> Share:
-    """The share a mixture of experts reads per token: from the record, else from the reference data (`facts`), else
-    from llama-bench's type label where it states it (`30B.A3B`: 3 of 30 B). A model known to be a mixture of
-    experts (flagged in the reference, or so named by its label) with none of these has an unknown share, never 1."""
-    if active_params_b and params_b:
-        return Share(params_b, active_params_b, True, "record")
-    facts = facts or ModelFacts()
-    total = params_b or facts.params_b
-    if facts.active_params_b and total:
-        return Share(total, facts.active_params_b, True, "reference")
-    for text in (name or "", label or ""):
-        if match := _ACTIVE_IN_LABEL.search(text):
-            return Share(float(match.group(1)), float(match.group(2)), True, "label")
-    moe = bool(facts.mixture_of_experts or facts.active_params_b or active_params_b
-               or any(_MOE_IN_LABEL.search(text or "") for text in (name, label)))
-    return Share(total, None, moe, "unknown" if moe else "dense")
-
-
 def _check_ceiling(r: Record, reasons: list[str], bandwidth_of: BandwidthLookup | None,
-                   model_of: ModelLookup | None = None, notes: list[str] | None = None) -> None:
-    """A measured one-user generation figure above bandwidth ÷ bytes read per token is refused, with the numbers.
-    The bandwidth: the reference's (vendor, relayed) before the record's own statement. A mixture of experts whose
-    active share is unknown is not checked (a dense ceiling would refuse real figures); `notes` says so."""
-    if r.nature.kind is not MEASURED or r.phase is not GENERATION:
-        return
-    if r.concurrency.figure is not PER_USER and r.concurrency.users != 1:
-        return
-    bandwidth = (bandwidth_of(r.hardware.name) if bandwidth_of else None) or r.hardware.memory_bandwidth_gbs
-    if not bandwidth:
-        return
+                   model_of: ModelLookup | None = None, notes: list[str] | None = None) -> Share:
+    """A measured one-user generation figure above its computed maximum (tpsdb.ceiling) is refused, with the
+    numbers; `notes` says when it could not be checked (a mixture of experts whose active share is unknown).
+    Returns the active share, which the store keeps with the figure."""
     m = r.model
-    share = active_share(m.name, m.params_b, m.active_params_b, model_of(m.name) if model_of else None,
-                         r.source.quote)
-    if not share.known:
-        if notes is not None:
-            notes.append(f"tokens_per_second: ceiling not checked: {m.name} is a mixture of experts whose active "
-                         "parameters are unknown (set model.active_params_b)")
-        return
-    ceiling = ceiling_tokens_per_second(bandwidth, m.file_size_gb, share.params_b, share.active_params_b)
-    if r.tokens_per_second > ceiling:
-        reasons.append(Reason.above(r.tokens_per_second, ceiling, bandwidth, round(m.file_size_gb * share.value, 4),
+    facts = model_of(m.name) if model_of else None
+    share = active_share(m.name, m.params_b, m.active_params_b, facts, r.source.quote)
+    if not is_checked_figure(r.nature.kind, r.phase, r.concurrency.figure, r.concurrency.users):
+        return share
+    bandwidth = choose_bandwidth(bandwidth_of(r.hardware.name) if bandwidth_of else None, None,
+                                 r.hardware.memory_bandwidth_gbs)
+    size = file_size_read(m.file_size_gb, r.quantization, facts.cited_sizes) if facts else m.file_size_gb
+    ceiling = ceiling_of(bandwidth, size, share)
+    if ceiling.check == MOE_UNKNOWN and notes is not None:
+        notes.append(f"tokens_per_second: ceiling not checked: {m.name} is a mixture of experts whose active "
+                     "parameters are unknown (set model.active_params_b)")
+    if ceiling.value is not None and bandwidth is not None and r.tokens_per_second > ceiling.value:
+        reasons.append(Reason.above(r.tokens_per_second, ceiling.value, bandwidth.gbs, round(size * share.value, 4),
                                     share.value))
+    return share
 
 
 class RecordFileError(ValueError):

@@ -316,8 +316,11 @@ def bandwidths(session: Session) -> dict[str, float]:
 
 
 def models(session: Session) -> dict:
-    """Model name -> the facts the ceiling check of a mixture of experts needs (record.ModelFacts)."""
-    return {row.name: model_facts(row) for row in session.exec(select(Model))}
+    """Model name -> the facts the ceiling check needs (tpsdb.ceiling.ModelFacts), its cited file sizes included."""
+    cited: dict[int, list[tuple[str, float]]] = {}
+    for f in session.exec(select(ModelFile).where(ModelFile.size_quote.is_not(None), ModelFile.size_bytes > 0)):
+        cited.setdefault(f.model_id, []).append((f.quantization, f.size_bytes / 1e9))
+    return {row.name: model_facts(row, tuple(cited.get(row.id, ()))) for row in session.exec(select(Model))}
 
 
 def stored_facts(url: str | None) -> tuple[dict[str, float], dict] | None:
