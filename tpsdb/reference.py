@@ -150,6 +150,9 @@ def load_reference(session: Session, path: Path, replace: bool = False) -> tuple
         else:
             _put_model_file(store, entry)
             counts["model_file"] += 1
+    # a model's facts or cited files changed: its figures' files and active shares follow (tpsdb.ceiling, files)
+    store.refresh_ceiling_inputs(sorted({entry.name if isinstance(entry, ModelEntry) else entry.model
+                                         for _, entry in entries if not isinstance(entry, HardwareEntry)}))
     session.flush()
     return counts, [_replaced(conflict) for conflict in conflicts]
 

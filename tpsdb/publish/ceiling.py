@@ -174,10 +174,10 @@ def compute(session: Session, hardware: str, model: str, quantization: str, user
 
 def _share(session: Session, model: Model, file_ids: list[int]) -> Share:
     """The model's active share (tpsdb.ceiling): from its facts and name, else the one its figures' quotes state
-    (llama-bench's label `30B.A3B`), when they all state the same."""
+    (llama-bench's label `30B.A3B`), when they all state the same: the share the validator and the view read."""
     share = active_share(model.name, None, None, ModelFacts(model.params_b, model.active_params_b,
                                                             model.mixture_of_experts))
-    if share.known:
+    if share.origin not in ("dense", "unknown"):  # stated by the model's facts or name; else its figures may say
         return share
     facts = ModelFacts(model.params_b, model.active_params_b, model.mixture_of_experts)
     quotes = session.exec(select(Measurement.quote).where(
