@@ -20,7 +20,7 @@ from sqlalchemy.exc import OperationalError
 from sqlmodel import Session, select
 
 from .ceiling import ModelFacts, Share, active_share
-from .files import cited_file
+from .files import SAME_FILE_TOLERANCE, cited_file
 from .models import Hardware, Measurement, Model, ModelFile, Post, Rejection, Snapshot, Software, Source, Status
 from .record import (
     MAX_URL_BYTES,
@@ -72,6 +72,7 @@ class PutResult:
     outcome: str  # "accepted", "accepted_unchanged" (already stored), "rejected", "rejected_unchanged"
     key: str
     reasons: list[str] = field(default_factory=list)
+    refs: tuple | None = None  # accepted: what names its hardware, model file and software (see Prepared.refs)
 
 
 @dataclass
@@ -420,9 +421,9 @@ class Store:
         cited = [size for quant, size in self.cited_sizes(model.id) if quant == quantization]
         if not cited or self.cited_row(model.id, quantization, size_gb) is not None or size_gb in cited:
             return None
-        return (f"{name} {quantization} {size_gb:g} GB: not the file the reference cites "
-                f"({', '.join(f'{c:g} GB' for c in cited)}; sizes more than 2 % apart are other files), so the "
-                "tables that hold that file fixed leave this figure out")
+        return (f"{name} {quantization} {size_gb:g} GB is not the file the reference cites "
+                f"({', '.join(f'{c:g} GB' for c in cited)}; sizes more than {SAME_FILE_TOLERANCE:.0%} apart are "
+                "other files: tpsdb.files), so the tables that hold that file fixed leave this figure out")
 
     def software(self, name: str, version: str) -> Software:
         number, commit = parse_version(version)
@@ -453,7 +454,8 @@ class Store:
             conflicts = self.conflicts(prepared.refs)
             if conflicts:
                 prepared = _refused(prepared, conflicts)
-        return PutResult(self._queue(prepared, provenance or _NO_PROVENANCE), prepared.key, prepared.reasons)
+        return PutResult(self._queue(prepared, provenance or _NO_PROVENANCE), prepared.key, prepared.reasons,
+                         None if prepared.reasons else prepared.refs)
 
     def _queue(self, prepared: Prepared, p: Provenance) -> str:
         """Queue the row of a new figure or rejection; says which of the four outcomes of PutResult it was."""
