@@ -31,7 +31,7 @@ from __future__ import annotations
 import difflib
 from dataclasses import asdict, dataclass, field
 
-from sqlmodel import Session, select
+from sqlmodel import Session, col, select
 
 from ..ceiling import Bandwidth, ModelFacts, Share, active_share, ceiling_of, choose_bandwidth, read_share
 from ..models import Hardware, Measurement, Model, ModelFile, Status
@@ -181,7 +181,7 @@ def _share(session: Session, model: Model, file_ids: list[int]) -> Share:
         return share
     facts = ModelFacts(model.params_b, model.active_params_b, model.mixture_of_experts)
     quotes = session.exec(select(Measurement.quote).where(
-        Measurement.model_file_id.in_(file_ids), Measurement.status == Status.active,
+        col(Measurement.model_file_id).in_(file_ids), Measurement.status == Status.active,
         Measurement.read_share_origin == "label")).all()
     shares = {active_share(model.name, None, None, facts, quote) for quote in quotes}
     return shares.pop() if len(shares) == 1 else share
