@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 # The verdicts of `ceiling_check`, spelled once (the view's SQL and the descriptions use these).
 CHECKED = "checked"
@@ -64,6 +65,18 @@ _ACTIVE_IN_LABEL = re.compile(r"(?<![A-Za-z0-9])(\d+(?:\.\d+)?)B[.\-_ ]A(\d+(?:\
 _MOE_IN_LABEL = re.compile(r"moe|\bMoE\b|(?<![A-Za-z0-9])\d+(?:\.\d+)?B[.\-_ ]A\d+(?:\.\d+)?B\b", re.I)
 
 
+def _label(text: str | None) -> tuple[tuple[float, float] | None, bool]:
+    """What a label says: (total, active) where it states them, and whether it names a mixture of experts. Every
+    active statement also names one, so a text _MOE_IN_LABEL does not match (the usual, dense case) costs one search."""
+    if not text or not _MOE_IN_LABEL.search(text):
+        return None, False
+    match = _ACTIVE_IN_LABEL.search(text)
+    return ((float(match.group(1)), float(match.group(2))) if match else None), True
+
+
+_name_label = lru_cache(maxsize=4096)(_label)  # a model's name recurs in every figure of it
+
+
 @dataclass(frozen=True)
 class Share:
     """The active share of a model's file read per token, and where it comes from."""
@@ -96,11 +109,12 @@ def active_share(name: str | None, params_b: float | None, active_params_b: floa
     total = params_b or facts.params_b
     if facts.active_params_b and total:
         return Share(total, facts.active_params_b, True, "reference")
-    for text in (name, label):
-        if text and (match := _ACTIVE_IN_LABEL.search(text)):
-            return Share(float(match.group(1)), float(match.group(2)), True, "label")
-    moe = bool(facts.mixture_of_experts or facts.active_params_b or active_params_b
-               or any(text and _MOE_IN_LABEL.search(text) for text in (name, label)))
+    named, name_moe = _name_label(name)
+    stated, label_moe = (None, False) if named else _label(label)
+    if named or stated:
+        total_b, active_b = named or stated
+        return Share(total_b, active_b, True, "label")
+    moe = bool(facts.mixture_of_experts or facts.active_params_b or active_params_b or name_moe or label_moe)
     return Share(total, None, moe, "unknown" if moe else "dense")
 
 

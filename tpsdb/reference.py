@@ -378,7 +378,8 @@ def _put_model_file(store: Store, entry: ModelFileEntry) -> None:
     model_file = store.model_file(entry.model, entry.params_b, entry.active_params_b, entry.file_size_gb,
                                   entry.quantization, entry.size_source_url)
     model_file.size_source_url = entry.size_source_url  # stated here: it fills, or replaces when asked
-    model_file.size_quote = entry.quote  # marks the cited file: see ceiling.py's rule for a second size
+    model_file.size_quote = entry.quote  # marks the cited file: tpsdb.files says which stated sizes describe it
+    store.forget_cited()
     model = store.session.get(Model, model_file.model_id)
     for field in ("params_b", "active_params_b"):
         if getattr(entry, field) is not None:

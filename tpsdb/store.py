@@ -253,6 +253,7 @@ class Store:
         self._hardware_ids: dict[tuple, int] = {}
         self._file_ids: dict[tuple, int] = {}
         self._software_ids: dict[tuple, int] = {}
+        self._cited: dict[int | None, tuple[tuple[str, float], ...]] = {}
         self._pending_count = 0
 
     # ----------------------------------------------------------------------------------------- references
@@ -349,9 +350,16 @@ class Store:
         return self._table(ModelFile, ("model_id", "quantization", "size_bytes"))
 
     def cited_sizes(self, model_id: int | None) -> tuple[tuple[str, float], ...]:
-        """(quantization, GB) of the model's files whose size the reference cites (tpsdb.files)."""
-        return tuple((f.quantization, f.size_bytes / 1e9) for f in self._files().values()
-                     if f.model_id == model_id and f.size_quote and f.size_bytes)
+        """(quantization, GB) of the model's files whose size the reference cites (tpsdb.files); remembered per
+        model (every figure asks) until forget_cited() (the reference marks a file cited)."""
+        sizes = self._cited.get(model_id)
+        if sizes is None:
+            sizes = self._cited[model_id] = tuple((f.quantization, f.size_bytes / 1e9) for f in self._files().values()
+                                                  if f.model_id == model_id and f.size_quote and f.size_bytes)
+        return sizes
+
+    def forget_cited(self) -> None:
+        self._cited.clear()
 
     def cited_row(self, model_id: int, quantization: str, size_gb: float | None) -> ModelFile | None:
         """The cited file a stated size of this model and format describes (tpsdb.files' rule), or None."""
@@ -391,6 +399,7 @@ class Store:
         """After the reference changed these models' facts or files: point their files at the cited ones again
         (tpsdb.files) and recompute the active share of their figures (tpsdb.ceiling). Returns the figures changed."""
         self.session.flush()
+        self.forget_cited()
         models = [row for name in model_names if (row := self._table(Model, ("name",)).get((name,))) is not None]
         for f in list(self._files().values()):
             if any(f.model_id == mo.id for mo in models):
