@@ -63,17 +63,30 @@ def _view() -> str:
 
 
 def _fill(conn) -> None:
-    """The figures already stored get their share, and their files the cited file they describe: the same code
-    the store runs for a new figure."""
-    from sqlmodel import Session
+    """The figures already stored get their share, and their files the cited file they describe, by the rules the
+    store applies to a new figure (tpsdb.ceiling, tpsdb.files). Plain SQL on the columns this revision knows: the
+    table classes of a later tpsdb may hold columns this database does not have yet."""
+    from tpsdb.ceiling import ModelFacts, active_share
+    from tpsdb.files import cited_file
 
-    from tpsdb.models import Model
-    from tpsdb.store import Store
-
-    with Session(bind=conn) as session:
-        names = [name for name in session.exec(sa.select(Model.name)).scalars()]
-        Store(session).refresh_ceiling_inputs(names)
-        session.flush()
+    files = conn.execute(sa.text("SELECT id, model_id, quantization, size_bytes, size_quote FROM model_file")).all()
+    cited: dict = {}
+    for _, model_id, quant, size, quote in files:
+        if quote and size:
+            cited.setdefault(model_id, []).append((quant, size / 1e9))
+    ids = {(model_id, quant, size): file_id for file_id, model_id, quant, size, _ in files}
+    for file_id, model_id, quant, size, quote in files:
+        size_gb = cited_file(size / 1e9 if size else None, quant, cited.get(model_id, ()))
+        target = None if quote or size_gb is None else ids.get((model_id, quant, round(size_gb * 1e9)))
+        if target is not None and target != file_id:
+            conn.execute(sa.text("UPDATE model_file SET same_file_id = :t WHERE id = :i"), {"t": target, "i": file_id})
+    figures = conn.execute(sa.text(
+        "SELECT m.id, mo.name, mo.params_b, mo.active_params_b, mo.mixture_of_experts, m.quote FROM measurement m "
+        "JOIN model_file f ON f.id = m.model_file_id JOIN model mo ON mo.id = f.model_id")).all()
+    for figure_id, name, params, active, moe, quote in figures:
+        share = active_share(name, None, None, ModelFacts(params, active, None if moe is None else bool(moe)), quote)
+        conn.execute(sa.text("UPDATE measurement SET read_share = :s, read_share_origin = :o WHERE id = :i"),
+                     {"s": share.stored, "o": share.origin, "i": figure_id})
 
 
 def upgrade() -> None:
@@ -81,15 +94,20 @@ def upgrade() -> None:
     with op.batch_alter_table('measurement', schema=None) as batch_op:
         batch_op.add_column(sa.Column('read_share', sa.Float(), nullable=True))
         batch_op.add_column(sa.Column('read_share_origin', sa.String(), nullable=True))
-    with op.batch_alter_table('model_file', schema=None) as batch_op:
-        batch_op.add_column(sa.Column('same_file_id', sa.Integer(), nullable=True))
-        batch_op.create_foreign_key('fk_model_file_same_file_id', 'model_file', ['same_file_id'], ['id'])
+    # A plain ADD COLUMN with its reference: a batch copy of model_file would drop a table measurement points at.
+    if op.get_bind().dialect.name == "sqlite":
+        op.execute("ALTER TABLE model_file ADD COLUMN same_file_id INTEGER REFERENCES model_file (id)")
+    else:
+        op.add_column('model_file', sa.Column('same_file_id', sa.Integer(), nullable=True))
+        op.create_foreign_key('fk_model_file_same_file_id', 'model_file', 'model_file', ['same_file_id'], ['id'])
     _fill(op.get_bind())
     op.execute(_view())
 
 
 def downgrade() -> None:
     op.execute("DROP VIEW IF EXISTS measurement_full")
+    if op.get_bind().dialect.name == "sqlite":
+        op.execute("PRAGMA foreign_keys = OFF")  # the batch copy of model_file drops a table measurement points at
     with op.batch_alter_table('model_file', schema=None) as batch_op:
         batch_op.drop_constraint('fk_model_file_same_file_id', type_='foreignkey')
         batch_op.drop_column('same_file_id')
