@@ -108,10 +108,12 @@ def downgrade() -> None:
     op.execute("DROP VIEW IF EXISTS measurement_full")
     if op.get_bind().dialect.name == "sqlite":
         op.execute("PRAGMA foreign_keys = OFF")  # the batch copy of model_file drops a table measurement points at
-    with op.batch_alter_table('model_file', schema=None) as batch_op:
-        batch_op.drop_constraint('fk_model_file_same_file_id', type_='foreignkey')
-        batch_op.drop_column('same_file_id')
-    with op.batch_alter_table('measurement', schema=None) as batch_op:
-        batch_op.drop_column('read_share_origin')
-        batch_op.drop_column('read_share')
+        with op.batch_alter_table('model_file', schema=None) as batch_op:
+            batch_op.drop_column('same_file_id')  # its unnamed reference goes with it
+        op.execute("PRAGMA foreign_keys = ON")
+    else:
+        op.drop_constraint('fk_model_file_same_file_id', 'model_file', type_='foreignkey')
+        op.drop_column('model_file', 'same_file_id')
+    for column in ('read_share_origin', 'read_share'):  # not a batch copy: measurement_history reads measurement
+        op.execute(f"ALTER TABLE measurement DROP COLUMN {column}")
     op.execute(_revision("0003_bandwidth_kinds_moe.py").MEASUREMENT_FULL)
