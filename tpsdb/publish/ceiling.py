@@ -70,6 +70,7 @@ class Ceiling:
     share_origin: str = "dense"
     kind: str = "calculation"
     notes: list[str] = field(default_factory=list)
+    model_params_b: float | None = None  # the model's own total (a label's share uses the label's rounded numbers)
 
     @property
     def read_share(self) -> float:
@@ -144,7 +145,7 @@ def compute(session: Session, hardware: str, model: str, quantization: str, user
             bandwidth_via_title=bandwidth["via_title"], bandwidth_via_quote=bandwidth["via_quote"],
             file_size_gb=size_gb, size_source_url=f.size_source_url, params_b=share.params_b,
             active_params_b=share.active_params_b, per_user_tps=per_user, aggregate_tps=per_user * users,
-            memory_gb=machine.memory_gb, fits=fits, share_origin=share.origin,
+            memory_gb=machine.memory_gb, fits=fits, share_origin=share.origin, model_params_b=row.params_b,
             active_source_url=row.active_params_source_url if share.origin == "reference" else None,
             active_quote=row.active_params_quote if share.origin == "reference" else None,
         )
@@ -248,7 +249,9 @@ def format_text(results: list[Ceiling]) -> str:
         if share < 1:
             origin = (f"source: {c.active_source_url}" + (f' "{c.active_quote}"' if c.active_quote else "")
                       if c.share_origin == "reference" else
-                      "stated by llama-bench's type label" if c.share_origin == "label" else "stated by the record")
+                      f"stated by llama-bench's type label ({_n(c.active_params_b)} of {_n(c.params_b)} B)"
+                      + (f"; the model's total is {_n(c.model_params_b)} B" if c.model_params_b else "")
+                      if c.share_origin == "label" else "stated by the record")
             lines.append(f"  active share      {origin}")
         lines += ["", "memory"]
         if c.memory_gb is None:
