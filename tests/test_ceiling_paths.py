@@ -197,5 +197,25 @@ def test_reference_facts_given_later_recompute_the_stored_share(engine, tmp_path
         session.rollback()
 
 
+def test_a_figure_stating_what_its_model_lacked_updates_the_figures_stored_before(engine):
+    """The stored share is recomputed when a later figure fills the model's active parameters."""
+    hardware, model = "Machine filled", "filled-moe"
+    f = {"cited": 800.0, "kind": "vendor", "stated": None, "size": 10.0, "params": 20.0, "moe": "unknown",
+         "users": (1, "per_user")}
+    with Session(engine) as session:
+        _reference(session, f, hardware, model)
+        store = Store(session, today=TODAY)
+        assert store.put(_record(f, hardware, model, 5.0)).outcome == "accepted"
+        store.flush()
+        query = text("SELECT calc_ceiling_tps FROM measurement_full WHERE hardware = :h ORDER BY measurement_id")
+        assert session.execute(query, {"h": hardware}).scalars().all() == [None]
+        stating = _record(f, hardware, model, 6.0)
+        stating["model"]["active_params_b"] = 2.0
+        assert store.put(stating).outcome == "accepted"
+        store.flush()
+        assert [round(v, 2) for v in session.execute(query, {"h": hardware}).scalars()] == [800.0, 800.0]
+        session.rollback()
+
+
 def test_a_model_file_row_is_in_the_schema():
     assert "same_file_id" in ModelFile.model_fields

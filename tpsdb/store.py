@@ -254,6 +254,7 @@ class Store:
         self._file_ids: dict[tuple, int] = {}
         self._software_ids: dict[tuple, int] = {}
         self._cited: dict[int | None, tuple[tuple[str, float], ...]] = {}
+        self._facts_filled: set[str] = set()  # models whose facts a figure filled: their figures' shares follow
         self._pending_count = 0
 
     # ----------------------------------------------------------------------------------------- references
@@ -383,8 +384,10 @@ class Store:
         # stored value was refused by conflicts().
         if model.params_b is None and params_b is not None:
             model.params_b = params_b
+            self._facts_filled.add(name)
         if model.active_params_b is None and active_params_b is not None:
             model.active_params_b = active_params_b
+            self._facts_filled.add(name)
         size_bytes = round(file_size_gb * 1e9)
         known = (model.id, quantization, size_bytes) in self._files()
         row = self._get_or_create(
@@ -414,7 +417,7 @@ class Store:
                 .where(ModelFile.model_id == model.id)).all()
             for measurement_id, quote, stored, origin in rows:
                 share = active_share(model.name, None, None, facts, quote)
-                if share.origin != origin or differs(share.stored, stored) or (share.stored is None) != (stored is None):
+                if differs(share.stored, stored) or (share.stored is None) != (stored is None):
                     self.session.execute(update(Measurement).where(Measurement.id == measurement_id)
                                          .values(read_share=share.stored, read_share_origin=share.origin))
                     changed += 1
@@ -503,6 +506,9 @@ class Store:
             rows = self._pending.pop(model_cls, [])
             if rows:
                 self._insert(model_cls.__tablename__, columns, rows)
+        if self._facts_filled:  # a figure stated what its model lacked: the figures stored before follow it
+            names, self._facts_filled = sorted(self._facts_filled), set()
+            self.refresh_ceiling_inputs(names)
 
     def _insert(self, table: str, columns: tuple[str, ...], rows: list[tuple]) -> None:
         """One executemany straight to the driver: SQLAlchemy's per-row parameter processing would cost a third
