@@ -757,6 +757,8 @@ def _check_ceiling(r: Record, reasons: list[str], bandwidth_of: BandwidthLookup 
         return share
     bandwidth = choose_bandwidth(bandwidth_of(r.hardware.name) if bandwidth_of else None, None,
                                  r.hardware.memory_bandwidth_gbs)
+    if bandwidth is None:  # not checked (ceiling_of's verdict: NO_BANDWIDTH); the usual case of a bulk add
+        return share
     size = file_size_read(m.file_size_gb, r.quantization, facts.cited_sizes) if facts else m.file_size_gb
     ceiling = ceiling_of(bandwidth, size, share)
     if ceiling.check == MOE_UNKNOWN and notes is not None:
