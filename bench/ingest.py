@@ -6,6 +6,10 @@ Targets (issue 2): add >= 20,000 records/s; a measurement_full query < 0.5 s at 
 Each run adds the file to a new database (then once more, unchanged); the time is the whole command, Python's
 start-up included, as a user waits for it. This machine's speed drifts by up to 25% within minutes, hence the
 runs and their median.
+
+Each run also times a raw baseline on the same file (issue 17): json.loads per line, one flat row of the record's
+values, sqlite3 executemany into one table, commit; no validation, no references, no keys. The ratio add ÷ baseline
+says what tpsdb's checks and its normalized schema cost (issue 17 measured 0.29x; aim 0.5x).
 """
 
 from __future__ import annotations
@@ -57,6 +61,31 @@ def tpsdb(*args: str, db: Path) -> tuple[float, float]:
     return seconds, usage.ru_maxrss / 1024
 
 
+def _flat(record: dict, prefix: str = "") -> list:
+    """The record's leaf values in order, one flat row (dicts flattened, the options dict as its JSON)."""
+    row = []
+    for key, value in record.items():
+        if isinstance(value, dict) and key != "options":
+            row += _flat(value, f"{prefix}{key}.")
+        else:
+            row.append(json.dumps(value) if isinstance(value, dict) else value)
+    return row
+
+
+def raw_baseline(records: Path, db: Path) -> float:
+    """Seconds to load the JSONL file the plainest way: json.loads per line, one flat row, executemany, commit."""
+    import sqlite3
+
+    start = time.perf_counter()
+    rows = [_flat(json.loads(line)) for line in records.open("rb")]
+    conn = sqlite3.connect(db)
+    conn.execute(f"CREATE TABLE flat ({', '.join(f'c{i}' for i in range(len(rows[0])))})")
+    conn.executemany(f"INSERT INTO flat VALUES ({', '.join('?' * len(rows[0]))})", rows)
+    conn.commit()
+    conn.close()
+    return time.perf_counter() - start
+
+
 def main() -> None:
     n = int(sys.argv[1]) if len(sys.argv) > 1 else 100_000
     runs = int(sys.argv[2]) if len(sys.argv) > 2 else 3
@@ -67,25 +96,32 @@ def main() -> None:
             for i in range(n):
                 out.write(json.dumps(synthetic(i, rng)) + "\n")
         print(f"N = {n:,} records ({records.stat().st_size / 1e6:.1f} MB JSONL), {runs} runs")
-        rates, again_rates, work_rates = [], [], []
+        rates, again_rates, work_rates, raw_rates = [], [], [], []
         for run in range(runs):
             db = Path(tmp) / f"bench{run}.sqlite"
             tpsdb("init", "--no-seed", db=db)
             startup, _ = tpsdb("summary", db=db)  # interpreter + imports, paid once per command
             seconds, rss = tpsdb("add", str(records), db=db)
             again, _ = tpsdb("add", str(records), db=db)
+            raw = raw_baseline(records, Path(tmp) / f"raw{run}.sqlite")  # same file, same run
             rates.append(n / seconds)
             work_rates.append(n / (seconds - startup))
             again_rates.append(n / again)
+            raw_rates.append(n / raw)
             print(f"run {run + 1}: add (new) {seconds:5.2f} s -> {n / seconds:,.0f} records/s "
                   f"(start-up {startup:.2f} s, peak memory {rss:.0f} MB); "
-                  f"same file again {again:5.2f} s -> {n / again:,.0f} records/s (nothing written)")
+                  f"same file again {again:5.2f} s -> {n / again:,.0f} records/s (nothing written); "
+                  f"raw baseline {raw:5.2f} s -> {n / raw:,.0f} records/s")
         print(f"add (new):       median {statistics.median(rates):,.0f} records/s "
               f"(min {min(rates):,.0f}, max {max(rates):,.0f}); target >= 20,000")
         print(f"add (new), start-up taken out: median {statistics.median(work_rates):,.0f} records/s "
               f"(min {min(work_rates):,.0f}, max {max(work_rates):,.0f}): the rate of the work itself, "
               f"as N grows")
         print(f"add (same file): median {statistics.median(again_rates):,.0f} records/s")
+        raw_rate = statistics.median(raw_rates)
+        print(f"raw baseline (json.loads, one flat row, executemany, commit): median {raw_rate:,.0f} records/s")
+        print(f"add ÷ raw baseline: {statistics.median(rates) / raw_rate:.2f}x (whole command), "
+              f"{statistics.median(work_rates) / raw_rate:.2f}x (start-up taken out); issue 17: 0.29x, aim 0.5x")
 
         import sqlite3
         conn = sqlite3.connect(db)

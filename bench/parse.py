@@ -41,7 +41,7 @@ def tpsdb_parse(items, protocols) -> tuple[int, int]:
     for number, first, body in items:
         for post in posts_from_html_page(body, "ggml-org", "llama.cpp", number, first=first):
             comments += 1
-            ctx = PostContext(post.permalink, "2026-09-06", None, post.author, protocols[number])
+            ctx = PostContext(post.permalink, "2026-09-06", None, post.author, protocols.get(number, {}))
             figures += len(extract_post(post.body_html, ctx))
     return comments, figures
 
@@ -60,9 +60,9 @@ def reference_parse(items) -> None:
 def main() -> None:
     rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 5
     items = pages()
-    # the discussion threads' sources (other sources, such as benchmark files, have no thread number)
+    # The discussions' protocols, by number: other kinds of source (a `file`, a peer's data) have no page here.
     protocols = {int(s.url.rsplit("/", 1)[1]): s.protocol for s in load_sources().values()
-                 if "/discussions/" in s.url}
+                 if s.kind == "github_discussion"}
     megabytes = sum(len(body) for _, _, body in items) / 1e6
     works = {"lxml.html.fromstring (reference)": lambda: reference_parse(items),
              "tpsdb pages -> posts": lambda: tpsdb_posts(items),

@@ -9,7 +9,7 @@ Target (issue 4): the no-change refresh makes one conditional request per page a
 The no-change refresh is run REPEAT times (default 5; the machine is shared, one run is noise): its median and
 best wall times are printed.
 
-    python bench/refresh.py [REPEAT]
+    python bench/refresh.py [REPEAT] [KIND ...]      (KIND: only these kinds, e.g. `file`; default: every kind)
 """
 
 from __future__ import annotations
@@ -70,7 +70,11 @@ def run(db: Path, server: FixtureServer, transport: str, sources: list[str],
 
 def main() -> None:
     repeat = int(sys.argv[1]) if len(sys.argv) > 1 else 5
-    for kind, transport, sources in RUNS:
+    kinds = set(sys.argv[2:]) or {kind for kind, _, _ in RUNS}
+    unknown = kinds - {kind for kind, _, _ in RUNS}
+    if unknown:
+        raise SystemExit(f"unknown kind(s): {', '.join(sorted(unknown))}")
+    for kind, transport, sources in (r for r in RUNS if r[0] in kinds):
         with tempfile.TemporaryDirectory() as tmp, FixtureServer(token=TOKEN) as server:
             server.rest_issue(OWNER, REPO, NUMBER, *pull_request())
             serve_files(server, Path(tmp) / "sources")

@@ -118,3 +118,81 @@ def test_issue17_a_vllm_serving_result_json_is_filed_as_vllm_not_as_llama_bench(
     assert {json.loads(r["candidate_json"])["software"]["name"] for r in stored} == {"vLLM"}
     reasons = " ".join(r["reasons"] for r in stored)
     assert "concurrency.users" in reasons and "llama-bench" not in reasons and "build" not in reasons
+
+
+_LLAMA_BENCH_4090 = """| model | size | params | backend | ngl | test | t/s |
+| --- | ---: | ---: | --- | --: | ---: | ---: |
+| llama 7B Q4_0 | {size} GiB | 6.74 B | CUDA | 99 | tg128 | 188.96 ± 0.05 |
+
+build: c81de6e1 (6092)
+"""
+_CITED_Q4_0 = """[[model_file]]
+model = "Llama 2 7B"
+quantization = "Q4_0"
+file_size_gb = 3.79
+size_source_url = "https://huggingface.co/ggml-org/Llama-2-7B-GGUF"
+quote = "à 4 bits (3,79 Go)"
+"""
+
+
+def _ingest_4090(tmp_path, db, size="3.56", name="bench.md"):
+    path = tmp_path / name
+    path.write_text(_LLAMA_BENCH_4090.format(size=size))
+    return run_cli("ingest", str(path), "--source-url", f"https://example.org/{name}", "--hardware",
+                   "NVIDIA GeForce RTX 4090", "--model", "Llama 2 7B", "--retrieved-at", "2026-12-01", db=db)
+
+
+def test_a_users_llama_bench_result_on_the_cited_file_shows_in_table_1(tmp_path, empty_db):
+    """llama-bench's `3.56 GiB` (3.82 GB) Q4_0 Llama 2 7B is the reference's 3.79 GB file (tpsdb.files), as the
+    article's Table 1 reads the 4167 and 15013 rows: it shows in `tables machines`; both sizes are kept. Before,
+    it was another file and silently left out."""
+    reference = tmp_path / "files.toml"
+    reference.write_text(_CITED_Q4_0)
+    run_cli("reference", str(reference), db=empty_db)
+    first = _ingest_4090(tmp_path, empty_db)
+    assert first.stdout.startswith("1 measurements added") and "note:" not in first.stderr
+    again = _ingest_4090(tmp_path, empty_db)
+    assert "0 measurements added, 1 already stored" in again.stdout  # a re-ingest never duplicates
+    assert rows(empty_db, "select name from model") == [{"name": "Llama 2 7B"}]  # --model names, never forks
+    assert rows(empty_db, "select file_size_gb, reported_file_size_gb from measurement_full") == [
+        {"file_size_gb": 3.79, "reported_file_size_gb": 3.82}]
+    table = run_cli("tables", "machines", db=empty_db).stdout
+    assert "| NVIDIA GeForce RTX 4090 |" in table and "188.96" in table
+
+
+def test_the_same_size_text_via_ingest_and_add_is_one_model_file(tmp_path, empty_db):
+    _ingest_4090(tmp_path, empty_db)
+    record = {"source": {"url": "https://example.org/hand", "retrieved_at": "2026-12-01",
+                         "quote": "| llama 7B Q4_0 | 3.56 GiB | 6.74 B | Metal | 99 | tg128 | 94.27 ± 0.1 |"},
+              "hardware": {"name": "Apple M2 Ultra (76-core GPU)"},
+              "model": {"name": "Llama 2 7B", "params_b": 6.74, "file_size_gb": "3.56 GiB"}, "quantization": "Q4_0",
+              "software": {"name": "llama.cpp", "version": "b6092"},
+              "lengths": {"prompt_tokens": 0, "generated_tokens": 128, "context_depth": 0},
+              "concurrency": {"users": 1, "figure": "per_user"},
+              "nature": {"kind": "measured", "procedure": "llama-bench"}, "phase": "generation",
+              "tokens_per_second": 94.27}
+    (tmp_path / "hand.jsonl").write_text(json.dumps(record) + "\n")
+    run_cli("add", str(tmp_path / "hand.jsonl"), db=empty_db)
+    assert rows(empty_db, "select size_bytes from model_file") == [{"size_bytes": 3820000000}]
+
+
+def test_a_figure_on_another_file_is_named_not_dropped_silently(tmp_path, empty_db):
+    reference = tmp_path / "files.toml"
+    reference.write_text(_CITED_Q4_0)
+    run_cli("reference", str(reference), db=empty_db)
+    result = _ingest_4090(tmp_path, empty_db, size="3.96")  # 4.25 GB: 12 % more than the cited file
+    assert result.stdout.startswith("1 measurements added")
+    assert ("note: Llama 2 7B Q4_0 4.25 GB is not the file the reference cites (3.79 GB; sizes more than 2% apart "
+            "are other files: tpsdb.files), so the tables that hold that file fixed leave this figure out") \
+        in result.stderr
+    assert "188.96" not in run_cli("tables", "machines", db=empty_db).stdout
+
+
+def test_a_reference_given_after_the_figures_links_their_file(tmp_path, empty_db):
+    _ingest_4090(tmp_path, empty_db)
+    assert rows(empty_db, "select file_size_gb from measurement_full") == [{"file_size_gb": 3.82}]
+    reference = tmp_path / "files.toml"
+    reference.write_text(_CITED_Q4_0)
+    run_cli("reference", str(reference), db=empty_db)
+    assert rows(empty_db, "select file_size_gb, reported_file_size_gb from measurement_full") == [
+        {"file_size_gb": 3.79, "reported_file_size_gb": 3.82}]

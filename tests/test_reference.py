@@ -68,6 +68,31 @@ BAD = {  # probe row: (file body, the error's text after "error: FILE: ")
                        'size_source_url = "https://huggingface.co/x"\n', 'model_file[0].quantization: not a named format'),
     "bandwidth without its page": (f"[[hardware]]\n{SPARK}memory_bandwidth_gbs = 273\n",
                                    "hardware[0].bandwidth_source_url: missing"),
+    # issue 21 D8: more active parameters than the total (Llama 2 7B's ceiling fell from 72.03 to 4.85 t/s)
+    "D8 active above the total": (f"[[model_file]]\n{LLAMA_Q4}file_size_gb = 3.79\nparams_b = 6.74\n"
+                                  '[[model]]\nname = "Llama 2 7B"\nactive_params_b = 100\n'
+                                  'active_params_source_url = "https://example.org/card"\n'
+                                  'active_params_quote = "100B active"\n',
+                                  "model[0].active_params_b: 100 B active is more than the 6.74 B total parameters "
+                                  "of Llama 2 7B"),
+    # L5: the bounds a record has
+    "L5 a bandwidth of 1e308": (f"[[hardware]]\n{SPARK}memory_bandwidth_gbs = 1e308\n{SPEC}",
+                                "hardware[0].memory_bandwidth_gbs: 1e+308 is implausible (more than 1e+07)"),
+    "L5 a bandwidth of 1e-300": (f"[[hardware]]\n{SPARK}memory_bandwidth_gbs = 1e-300\n{SPEC}",
+                                 "hardware[0].memory_bandwidth_gbs: 1e-300 is implausible (less than 0.1)"),
+    "L5 gpu cores past any integer column": (f"[[hardware]]\n{SPARK}gpu_cores = 100000000000000000000\n",
+                                             "hardware[0].gpu_cores: 100000000000000000000 is implausible "
+                                             "(more than 1e+06)"),
+    "L5 gpu cores past PostgreSQL's integer": (f"[[hardware]]\n{SPARK}gpu_cores = 4611686018427387904\n",
+                                               "hardware[0].gpu_cores: 4611686018427387904 is implausible"),
+    "L5 a NUL in a name": ('[[hardware]]\nname = "Spark\\u0000"\n', "hardware[0].name: holds a control character"),
+    "L5 a NUL in a quote": (f'[[hardware]]\n{SPARK}memory_bandwidth_gbs = 273\n{SPEC}bandwidth_quote = "a\\u0000b"\n',
+                            "hardware[0].bandwidth_quote: holds a NUL character"),
+    "L5 a file size past any file": (f"[[model_file]]\n{LLAMA_Q4}file_size_gb = 1e9\n",
+                                     "model_file[0].file_size_gb: 1000000000.0 is implausible (more than 100000)"),
+    # L6: a terminal escape in a name reached `tpsdb ceiling`'s output
+    "L6 a control character in a name": ('[[hardware]]\nname = "Esc \\u001b]0;pwned\\u0007 name"\n',
+                                         "hardware[0].name: holds a control character"),
 }
 
 

@@ -557,7 +557,8 @@ def ingest(
                 fail(f"{db.name_of(engine)}: {error}", code=3)
             counts = ingest_files(session, files, source_url=source_url, hardware=hardware, fmt=fmt,
                                   retrieved_at=retrieved_at, published_at=published_at, model=model,
-                                  on_rejected=rejected)
+                                  on_rejected=rejected,
+                                  on_note=lambda where, note: typer.echo(f"{where}: note: {note}", err=True))
             session.commit()
     except IngestError as error:
         fail(f"{error}; nothing was stored")

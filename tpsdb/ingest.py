@@ -32,11 +32,14 @@ def _iso_date(value: str | None, option: str) -> str | None:
 def ingest_files(session: Session, files: list[Path], *, source_url: str, hardware: str | None = None,
                  fmt: str | None = None, retrieved_at: str | None = None, published_at: str | None = None,
                  model: str | None = None,
-                 on_rejected: Callable[[str, list[str]], None] | None = None) -> Counter:
+                 on_rejected: Callable[[str, list[str]], None] | None = None,
+                 on_note: Callable[[str, str], None] | None = None) -> Counter:
     """Store the figures of each file under one source URL. The caller commits (all files or none).
 
     `hardware` and `model` name the machine and the model of every figure, whatever the file says (llama-bench
-    labels a model by its type, such as "llama 7B"); `on_rejected(where, reasons)` hears of each rejection."""
+    labels a model by its type, such as "llama 7B"); `on_rejected(where, reasons)` hears of each rejection, and
+    `on_note(where, note)` of each figure stored on another file than the one the reference cites for its model and
+    format (tpsdb.files), which the tables holding that file leave out: never silently."""
     if not source_url.startswith(("http://", "https://")):
         raise IngestError(f"--source-url: {source_url!r} is not an http(s) URL")
     if fmt is not None and fmt.lower() not in FORMATS:
@@ -71,6 +74,8 @@ def ingest_files(session: Session, files: list[Path], *, source_url: str, hardwa
             counts[result.outcome] += 1
             if result.reasons and on_rejected:
                 on_rejected(f"{path} ({candidate.slot})", result.reasons)
+            if result.refs is not None and on_note and (note := store.file_note(result.refs)):
+                on_note(f"{path} ({candidate.slot})", note)
     store.flush()
     return counts
 

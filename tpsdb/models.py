@@ -151,6 +151,8 @@ class ModelFile(SQLModel, table=True):
     size_source_url: str | None = None
     size_quote: str | None = Field(default=None, sa_column=Column(Text),
                                    description="the reference's quote of the size: set for the cited file")
+    same_file_id: int | None = Field(default=None, foreign_key="model_file.id",
+                                     description="the cited file this stated size describes (tpsdb.files' rule)")
 
 
 class Software(SQLModel, table=True):
@@ -212,6 +214,9 @@ class Measurement(SQLModel, table=True):
     hardware_bandwidth_gbs: float | None = Field(
         default=None, description="bandwidth stated by the record itself, when it differs from the reference"
     )
+    read_share: float | None = Field(default=None, description="share of the file read per token (tpsdb.ceiling); "
+                                     "null: a mixture of experts whose active parameters are unknown")
+    read_share_origin: str | None = Field(default=None, description="record, reference, label, dense or unknown")
 
 
 class Rejection(SQLModel, table=True):

@@ -19,9 +19,22 @@ from typing import Annotated, Any, Callable
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PlainValidator, ValidationError
 from pydantic_core import PydanticCustomError
 
+from .ceiling import (  # noqa: F401  (ModelFacts, Share, read_share, ceiling_tokens_per_second: re-exported)
+    MOE_UNKNOWN,
+    ModelFacts,
+    Share,
+    active_share,
+    ceiling_of,
+    ceiling_tokens_per_second,
+    choose_bandwidth,
+    is_checked_figure,
+    read_share,
+)
 from .config import REFERENCE_DIR
+from .files import file_size_read
 from .models import Figure, NatureKind, Phase
-from .units import GIB_IN_GB, MIB_IN_GB
+from . import units
+from .units import GIB_IN_GB, MIB_IN_GB  # noqa: F401  re-exported for the tests and callers
 
 
 # Format names as the tools print them. A name matching none of these ("4-bit", "8 bits", "int4?") is refused:
@@ -253,6 +266,7 @@ class Outcome:
     record: Record | None = None
     reasons: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    share: Share | None = None  # of an accepted record: the active share read per token (tpsdb.ceiling)
 
     @property
     def accepted(self) -> bool:
@@ -263,42 +277,25 @@ class Outcome:
 BandwidthLookup = Callable[[str], float | None]
 
 
-@dataclass(frozen=True)
-class ModelFacts:
-    """What the database (the reference data) knows of a model, for the ceiling check."""
-
-    params_b: float | None = None
-    active_params_b: float | None = None
-    mixture_of_experts: bool | None = None
-
-
 # model name -> its stored facts, or None
 ModelLookup = Callable[[str], ModelFacts | None]
 
 
 # ------------------------------------------------------------------------------------------------------ units
-_QUANTITY = re.compile(r"^\s*+([0-9][0-9,]*+(?:\.[0-9]++)?)\s*+([A-Za-z]*+)\s*+$")  # possessive: linear
-
-
-_SIZE_UNITS = {"GB": 1.0, "G": 1.0, "GIB": GIB_IN_GB, "MB": 0.001, "MIB": MIB_IN_GB, "TB": 1000.0}
-_PARAM_UNITS = {"B": 1.0, "M": 0.001, "K": 0.000001, "T": 1000.0}
-
-
-def _quantity(value: str, field: str, reasons: list[str], units: dict[str, float], hint: str,
-              ndigits: int) -> float | None:
-    """A number written with its unit ("59.02 GiB", "116,830 M"), in the unit whose factor is 1."""
-    match = _QUANTITY.match(value)
-    if not match or match.group(2).upper() not in units:
+def _quantity(value: str, field: str, reasons: list[str], parse: Callable[[str], float | None],
+              hint: str) -> float | None:
+    """A number written with its unit ("59.02 GiB", "116,830 M"), read by tpsdb.units (the readers' parser too)."""
+    number = parse(value)
+    if number is None:
         reasons.append(Reason.bad(field, f'unknown unit in "{value}" ({hint})'))
-        return None
-    return round(float(match.group(1).replace(",", "")) * units[match.group(2).upper()], ndigits)
+    return number
 
 
 def _size_gb(value: float | str, field: str, reasons: list[str]) -> float | None:
     """Decimal GB from a number (already GB) or a string with its unit: GB, GiB, MB, MiB."""
     if isinstance(value, (int, float)):
         return float(value)
-    return _quantity(value, field, reasons, _SIZE_UNITS, "use GB, GiB, MB or MiB", 4)
+    return _quantity(value, field, reasons, units.size_gb, "use GB, GiB, MB or MiB")
 
 
 def _params_b(value: float | str, field: str, reasons: list[str]) -> float | None:
@@ -308,7 +305,7 @@ def _params_b(value: float | str, field: str, reasons: list[str]) -> float | Non
             reasons.append(Reason.bad(field, f"{value:g} is not in billions (looks like millions or a raw count)"))
             return None
         return float(value)
-    return _quantity(value, field, reasons, _PARAM_UNITS, "use B or M", 6)
+    return _quantity(value, field, reasons, units.params_b, "use B or M")
 
 
 _MODEL_LIMITS = {"model.params_b": MAX_PARAMS_B, "model.active_params_b": MAX_PARAMS_B,
@@ -529,9 +526,10 @@ def check_record(record: Record, reasons: list[str], *, bandwidth_of: BandwidthL
     _check_nature(record, reasons)
     _check_value(record, reasons)
     notes: list[str] = []
-    if not reasons:
-        _check_ceiling(record, reasons, bandwidth_of, model_of, notes)
-    return Outcome(record=None if reasons else record, reasons=reasons, notes=notes)
+    share = _check_ceiling(record, reasons, bandwidth_of, model_of, notes) if not reasons else None
+    if reasons:
+        return Outcome(reasons=reasons, notes=notes)
+    return Outcome(record=record, reasons=reasons, notes=notes, share=share)
 
 
 # http(s), any case; a host with a dot and no user:password@; nothing blank or invisible anywhere (a trailing
@@ -758,83 +756,29 @@ def _check_value(r: Record, reasons: list[str]) -> None:
     _check_range(r.stddev, "stddev", reasons, MAX_TOKENS_PER_SECOND, zero_ok=True)
 
 
-def read_share(params_b: float | None, active_params_b: float | None) -> float:
-    """The share of the file read per token: all of it for a dense model, the active share for a mixture of experts."""
-    return active_params_b / params_b if params_b and active_params_b else 1.0
-
-
-def ceiling_tokens_per_second(bandwidth_gbs: float, file_size_gb: float, params_b: float | None = None,
-                              active_params_b: float | None = None) -> float:
-    """The computed maximum of one user's generation speed: bandwidth / bytes read per token."""
-    return bandwidth_gbs / (file_size_gb * read_share(params_b, active_params_b))
-
-
-# llama-bench's type label names a mixture of experts: "qwen3moe 30B.A3B" (3 B active), "gpt-oss 120B MXFP4 MoE".
-_ACTIVE_IN_LABEL = re.compile(r"(?<![A-Za-z0-9])(\d+(?:\.\d+)?)B[.\-_ ]A(\d+(?:\.\d+)?)B\b")
-_MOE_IN_LABEL = re.compile(r"moe|\bMoE\b|(?<![A-Za-z0-9])\d+(?:\.\d+)?B[.\-_ ]A\d+(?:\.\d+)?B\b", re.I)
-
-
-@dataclass(frozen=True)
-class Share:
-    """The active share of a model's file read per token, and where it comes from."""
-
-    params_b: float | None
-    active_params_b: float | None
-    mixture_of_experts: bool
-    origin: str  # "record", "reference", "label", "dense" or "unknown"
-
-    @property
-    def known(self) -> bool:
-        return self.origin != "unknown"
-
-    @property
-    def value(self) -> float:
-        return read_share(self.params_b, self.active_params_b)
-
-
-def active_share(name: str | None, params_b: float | None, active_params_b: float | None,
-                 facts: ModelFacts | None, label: str | None = None) -> Share:
-    """The share a mixture of experts reads per token: from the record, else from the reference data (`facts`), else
-    from llama-bench's type label where it states it (`30B.A3B`: 3 of 30 B). A model known to be a mixture of
-    experts (flagged in the reference, or so named by its label) with none of these has an unknown share, never 1."""
-    if active_params_b and params_b:
-        return Share(params_b, active_params_b, True, "record")
-    facts = facts or ModelFacts()
-    total = params_b or facts.params_b
-    if facts.active_params_b and total:
-        return Share(total, facts.active_params_b, True, "reference")
-    for text in (name or "", label or ""):
-        if match := _ACTIVE_IN_LABEL.search(text):
-            return Share(float(match.group(1)), float(match.group(2)), True, "label")
-    moe = bool(facts.mixture_of_experts or facts.active_params_b or active_params_b
-               or any(_MOE_IN_LABEL.search(text or "") for text in (name, label)))
-    return Share(total, None, moe, "unknown" if moe else "dense")
-
-
 def _check_ceiling(r: Record, reasons: list[str], bandwidth_of: BandwidthLookup | None,
-                   model_of: ModelLookup | None = None, notes: list[str] | None = None) -> None:
-    """A measured one-user generation figure above bandwidth ÷ bytes read per token is refused, with the numbers.
-    The bandwidth: the reference's (vendor, relayed) before the record's own statement. A mixture of experts whose
-    active share is unknown is not checked (a dense ceiling would refuse real figures); `notes` says so."""
-    if r.nature.kind is not MEASURED or r.phase is not GENERATION:
-        return
-    if r.concurrency.figure is not PER_USER and r.concurrency.users != 1:
-        return
-    bandwidth = (bandwidth_of(r.hardware.name) if bandwidth_of else None) or r.hardware.memory_bandwidth_gbs
-    if not bandwidth:
-        return
+                   model_of: ModelLookup | None = None, notes: list[str] | None = None) -> Share:
+    """A measured one-user generation figure above its computed maximum (tpsdb.ceiling) is refused, with the
+    numbers; `notes` says when it could not be checked (a mixture of experts whose active share is unknown).
+    Returns the active share, which the store keeps with the figure."""
     m = r.model
-    share = active_share(m.name, m.params_b, m.active_params_b, model_of(m.name) if model_of else None,
-                         r.source.quote)
-    if not share.known:
-        if notes is not None:
-            notes.append(f"tokens_per_second: ceiling not checked: {m.name} is a mixture of experts whose active "
-                         "parameters are unknown (set model.active_params_b)")
-        return
-    ceiling = ceiling_tokens_per_second(bandwidth, m.file_size_gb, share.params_b, share.active_params_b)
-    if r.tokens_per_second > ceiling:
-        reasons.append(Reason.above(r.tokens_per_second, ceiling, bandwidth, round(m.file_size_gb * share.value, 4),
+    facts = model_of(m.name) if model_of else None
+    share = active_share(m.name, m.params_b, m.active_params_b, facts, r.source.quote)
+    if not is_checked_figure(r.nature.kind, r.phase, r.concurrency.figure, r.concurrency.users):
+        return share
+    bandwidth = choose_bandwidth(bandwidth_of(r.hardware.name) if bandwidth_of else None, None,
+                                 r.hardware.memory_bandwidth_gbs)
+    if bandwidth is None:  # not checked (ceiling_of's verdict: NO_BANDWIDTH); the usual case of a bulk add
+        return share
+    size = file_size_read(m.file_size_gb, r.quantization, facts.cited_sizes) if facts else m.file_size_gb
+    ceiling = ceiling_of(bandwidth, size, share)
+    if ceiling.check == MOE_UNKNOWN and notes is not None:
+        notes.append(f"tokens_per_second: ceiling not checked: {m.name} is a mixture of experts whose active "
+                     "parameters are unknown (set model.active_params_b)")
+    if ceiling.value is not None and bandwidth is not None and r.tokens_per_second > ceiling.value:
+        reasons.append(Reason.above(r.tokens_per_second, ceiling.value, bandwidth.gbs, round(size * share.value, 4),
                                     share.value))
+    return share
 
 
 class RecordFileError(ValueError):

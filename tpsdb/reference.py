@@ -24,7 +24,18 @@ from sqlmodel import Session, select
 
 from . import config, db
 from .models import BandwidthKind, Hardware, Model, ModelFile
-from .record import is_http_url, named_quantization, validate
+from .record import (
+    MAX_BANDWIDTH_GBS,
+    MAX_GPU_CORES,
+    MAX_MEMORY_GB,
+    MAX_NAME_BYTES,
+    MAX_PARAMS_B,
+    MAX_SIZE_GB,
+    is_http_url,
+    named_quantization,
+    storable,
+    validate,
+)
 from .store import Store, conflict_reason, differs, model_facts
 
 
@@ -48,9 +59,41 @@ def _format_name(value: str) -> str:
     return name
 
 
-Text = Annotated[str, Field(min_length=1)]
-Positive = Annotated[float, Field(gt=0)]
-Count = Annotated[int, Field(gt=0)]
+def _name(value: str) -> str:
+    """A name as a record's names are checked (record._check_name): one line, no control character, short enough
+    for an index entry, storable by SQLite and PostgreSQL alike (L6: a terminal escape reached `ceiling`'s output)."""
+    if not value.isprintable():
+        raise ValueError("holds a control character" if any(ord(c) < 32 or 127 <= ord(c) < 160 for c in value)
+                         else "holds a character that is not printable")
+    if not storable(value, MAX_NAME_BYTES):
+        raise ValueError(f"longer than {MAX_NAME_BYTES} bytes" if storable(value)
+                         else "holds a lone surrogate (not Unicode text)")
+    return value
+
+
+def _storable_text(value: str) -> str:
+    """Longer text (quotes, notes): anything both databases store (L5: a NUL failed on PostgreSQL)."""
+    if not storable(value):
+        raise ValueError("holds a NUL character" if "\x00" in value else "holds a lone surrogate (not Unicode text)")
+    return value
+
+
+# Bounds as a record's (tpsdb.record): nonsense such as a unit slip or an overflow is refused, naming the key (L5).
+MIN_BANDWIDTH_GBS = 0.1  # a memory far slower than any computer's: a unit slip (TB/s read as GB/s...)
+Text = Annotated[str, Field(min_length=1), AfterValidator(_name)]
+Name = Annotated[str, AfterValidator(_name)]
+Words = Annotated[str, AfterValidator(_storable_text)]
+Count = Annotated[int, Field(gt=0, le=MAX_GPU_CORES)]
+def _not_too_slow(value: float) -> float:
+    if value < MIN_BANDWIDTH_GBS:
+        raise ValueError(f"{value:g} is implausible (less than {MIN_BANDWIDTH_GBS:g})")
+    return value
+
+
+Bandwidth = Annotated[float, Field(gt=0, le=MAX_BANDWIDTH_GBS), AfterValidator(_not_too_slow)]
+MemoryGb = Annotated[float, Field(gt=0, le=MAX_MEMORY_GB)]
+SizeGb = Annotated[float, Field(gt=0, le=MAX_SIZE_GB)]
+ParamsB = Annotated[float, Field(gt=0, le=MAX_PARAMS_B)]
 WebUrl = Annotated[str, AfterValidator(_web_url)]
 
 
@@ -61,18 +104,18 @@ class _Entry(BaseModel):
 
 class HardwareEntry(_Entry):
     name: Text
-    vendor: str | None = None
-    memory_gb: Positive | None = None
-    memory_bandwidth_gbs: Positive | None = None
+    vendor: Name | None = None
+    memory_gb: MemoryGb | None = None
+    memory_bandwidth_gbs: Bandwidth | None = None
     bandwidth_source_url: WebUrl | None = None
-    bandwidth_quote: str | None = None
+    bandwidth_quote: Words | None = None
     bandwidth_kind: Literal["vendor", "relayed", "stated"] | None = None  # vendor when given without a kind
-    bandwidth_source_title: str | None = None
-    bandwidth_via_title: str | None = None
+    bandwidth_source_title: Name | None = None
+    bandwidth_via_title: Name | None = None
     bandwidth_via_url: WebUrl | None = None
-    bandwidth_via_quote: str | None = None
+    bandwidth_via_quote: Words | None = None
     gpu_cores: Count | None = None
-    notes: str | None = None
+    notes: Words | None = None
 
     def citation_problems(self) -> list[str]:
         """What the bandwidth's kind requires and the entry lacks."""
@@ -96,22 +139,22 @@ class ModelEntry(_Entry):
 
     name: Text
     mixture_of_experts: bool | None = None
-    active_params_b: Positive | None = None
+    active_params_b: ParamsB | None = None
     active_params_source_url: WebUrl | None = None
-    active_params_quote: str | None = None
-    notes: str | None = None
+    active_params_quote: Words | None = None
+    notes: Words | None = None
 
 
 class ModelFileEntry(_Entry):
     model: Text
     quantization: Annotated[str, AfterValidator(_format_name)]
-    file_size_gb: Positive  # decimal GB
+    file_size_gb: SizeGb  # decimal GB
     size_source_url: WebUrl
-    params_b: Positive | None = None  # billions
-    active_params_b: Positive | None = None
-    quote: str | None = None  # quote, quote_from, notes: for the reader of the file
-    quote_from: str | None = None
-    notes: str | None = None
+    params_b: ParamsB | None = None  # billions
+    active_params_b: ParamsB | None = None
+    quote: Words | None = None  # quote, quote_from, notes: for the reader of the file
+    quote_from: Words | None = None
+    notes: Words | None = None
 
 
 KINDS = {"hardware": HardwareEntry, "model_file": ModelFileEntry, "model": ModelEntry}
@@ -130,6 +173,7 @@ def load_reference(session: Session, path: Path, replace: bool = False) -> tuple
     problems, conflicts, stated_by_model = [], [], {}
     for where, entry in entries:
         problems += _implausible_for_stored_files(store, entry, where)
+        problems += _active_above_total(store, entry, where, entries)
         conflicts += _stored_conflicts(store, entry, where)
         if isinstance(entry, ModelFileEntry):  # two entries of one file must agree on their model
             first = stated_by_model.setdefault(entry.model, (where, entry))
@@ -150,6 +194,9 @@ def load_reference(session: Session, path: Path, replace: bool = False) -> tuple
         else:
             _put_model_file(store, entry)
             counts["model_file"] += 1
+    # a model's facts or cited files changed: its figures' files and active shares follow (tpsdb.ceiling, files)
+    store.refresh_ceiling_inputs(sorted({entry.name if isinstance(entry, ModelEntry) else entry.model
+                                         for _, entry in entries if not isinstance(entry, HardwareEntry)}))
     session.flush()
     return counts, [_replaced(conflict) for conflict in conflicts]
 
@@ -207,6 +254,9 @@ _WHY = {
 
 def _why(error: dict) -> str:
     path = ".".join(str(part) for part in error["loc"])
+    bounds = error.get("ctx", {})
+    if error["type"] == "less_than_equal":
+        return f"{path}: {_shown(error['input'])} is implausible (more than {bounds['le']:g})"
     why = _WHY.get(error["type"])
     if why:
         return f"{path}: {why(error['input'])}"
@@ -236,6 +286,34 @@ def _implausible_for_stored_files(store: Store, entry, where: str) -> list[str]:
             return [f"{where}.params_b: {entry.params_b:g} B is implausible for the {size / 1e9:g} GB file already "
                     f"stored for {entry.model} (unit?)"]
     return []
+
+
+def _active_above_total(store: Store, entry, where: str, entries: list) -> list[str]:
+    """D8: active parameters are a part of the total, never more (100 of Llama 2 7B's 6.74 B made its ceiling 4.85
+    t/s and refused valid figures). Each side is the entry's own, else another entry's of this file for the model,
+    else the stored one; the error names the entry's field that breaks the rule."""
+    if isinstance(entry, HardwareEntry) or (isinstance(entry, ModelFileEntry) and entry.params_b
+                                            and entry.active_params_b):  # both its own: the record's check says it
+        return []
+    name = entry.name if isinstance(entry, ModelEntry) else entry.model
+    row = store.session.exec(select(Model).where(Model.name == name)).first()
+    given = [e for _, e in entries if not isinstance(e, HardwareEntry)
+             and (e.name if isinstance(e, ModelEntry) else e.model) == name]
+
+    def first(field: str) -> float | None:
+        values = [getattr(e, field, None) for e in [entry, *given]] + [getattr(row, field, None)]
+        return next((v for v in values if v), None)
+
+    total, active = first("params_b"), first("active_params_b")
+    if total is None or active is None or active <= total:
+        return []
+    if entry.active_params_b:
+        field = "active_params_b"
+    elif getattr(entry, "params_b", None) and not any(e.active_params_b for e in given):
+        field = "params_b"  # a new total below the stored active count
+    else:
+        return []  # the entry of this file that states the active count is named
+    return [f"{where}.{field}: {active:g} B active is more than the {total:g} B total parameters of {name}"]
 
 
 def _stored_conflicts(store: Store, entry: HardwareEntry | ModelFileEntry, where: str) -> list[str]:
@@ -300,7 +378,8 @@ def _put_model_file(store: Store, entry: ModelFileEntry) -> None:
     model_file = store.model_file(entry.model, entry.params_b, entry.active_params_b, entry.file_size_gb,
                                   entry.quantization, entry.size_source_url)
     model_file.size_source_url = entry.size_source_url  # stated here: it fills, or replaces when asked
-    model_file.size_quote = entry.quote  # marks the cited file: see ceiling.py's rule for a second size
+    model_file.size_quote = entry.quote  # marks the cited file: tpsdb.files says which stated sizes describe it
+    store.forget_cited()
     model = store.session.get(Model, model_file.model_id)
     for field in ("params_b", "active_params_b"):
         if getattr(entry, field) is not None:
@@ -316,8 +395,11 @@ def bandwidths(session: Session) -> dict[str, float]:
 
 
 def models(session: Session) -> dict:
-    """Model name -> the facts the ceiling check of a mixture of experts needs (record.ModelFacts)."""
-    return {row.name: model_facts(row) for row in session.exec(select(Model))}
+    """Model name -> the facts the ceiling check needs (tpsdb.ceiling.ModelFacts), its cited file sizes included."""
+    cited: dict[int, list[tuple[str, float]]] = {}
+    for f in session.exec(select(ModelFile).where(ModelFile.size_quote.is_not(None), ModelFile.size_bytes > 0)):
+        cited.setdefault(f.model_id, []).append((f.quantization, f.size_bytes / 1e9))
+    return {row.name: model_facts(row, tuple(cited.get(row.id, ()))) for row in session.exec(select(Model))}
 
 
 def stored_facts(url: str | None) -> tuple[dict[str, float], dict] | None:

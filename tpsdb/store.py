@@ -9,7 +9,6 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import re
 import zlib
 from dataclasses import dataclass, field
 from datetime import date
@@ -20,10 +19,11 @@ from sqlalchemy import Engine, update
 from sqlalchemy.exc import OperationalError
 from sqlmodel import Session, select
 
+from .ceiling import ModelFacts, Share, active_share
+from .files import SAME_FILE_TOLERANCE, cited_file
 from .models import Hardware, Measurement, Model, ModelFile, Post, Rejection, Snapshot, Software, Source, Status
 from .record import (
     MAX_URL_BYTES,
-    ModelFacts,
     Outcome,
     Record,
     is_http_url,
@@ -31,6 +31,7 @@ from .record import (
     validate,
     validate_well_formed_json,
 )
+from .units import parse_version  # noqa: F401  (re-exported: callers import it from here)
 
 # One encoder for every call: json.dumps with options builds a new encoder each time, which cost a bulk add ~2 µs
 # per record.
@@ -57,18 +58,6 @@ def source_home(url: str) -> str:
     return url.split("#", 1)[0]
 
 
-_BUILD_NUMBER = re.compile(r"\bb?(\d{3,6})\b")
-_COMMIT = re.compile(r"\b([0-9a-f]{7,40})\b")
-
-
-def parse_version(version: str) -> tuple[int | None, str | None]:
-    """Build number and commit from a llama.cpp-style version ("b6918 (2f68ce7cf)", "8e672efe")."""
-    commit = _COMMIT.search(version)
-    rest = version.replace(commit.group(1), "") if commit else version
-    number = _BUILD_NUMBER.search(rest) if re.search(r"(^|\s|\()b?\d{3,6}(\)|\s|$)", rest) else None
-    return (int(number.group(1)) if number else None, commit.group(1) if commit else None)
-
-
 BATCH = 5000
 
 
@@ -83,6 +72,7 @@ class PutResult:
     outcome: str  # "accepted", "accepted_unchanged" (already stored), "rejected", "rejected_unchanged"
     key: str
     reasons: list[str] = field(default_factory=list)
+    refs: tuple | None = None  # accepted: what names its hardware, model file and software (see Prepared.refs)
 
 
 @dataclass
@@ -136,7 +126,7 @@ def prepare(candidate: Any, *, bandwidth_of=None, model_of=None, today: date | N
     reasons = [*extra_reasons, *outcome.reasons]
     if reasons:
         return Prepared(natural_key(candidate), reasons, _rejection_columns(candidate, reasons))
-    return _accepted(outcome.record)
+    return _accepted(outcome.record, outcome.share)
 
 
 def prepare_json(text: str | bytes, *, bandwidth_of=None, model_of=None, today: date | None = None) -> Prepared:
@@ -147,16 +137,18 @@ def prepare_json(text: str | bytes, *, bandwidth_of=None, model_of=None, today: 
     """
     outcome = validate_well_formed_json(text, bandwidth_of=bandwidth_of, model_of=model_of, today=today)
     if outcome is not None:  # accepted: a refused text gets None
-        return _accepted(outcome.record)
+        return _accepted(outcome.record, outcome.share)
     candidate = json.loads(text.decode("utf-8") if isinstance(text, bytes) else text)
     return prepare(candidate, bandwidth_of=bandwidth_of, model_of=model_of, today=today)
 
 
-def _accepted(r: Record) -> Prepared:
+def _accepted(r: Record, share: Share | None) -> Prepared:
     m, h = r.model, r.hardware
     refs = ((h.name, h.memory_gb, h.gpu_cores), (m.name, m.params_b, m.active_params_b, m.file_size_gb, r.quantization),
             (r.software.name, r.software.version))
-    return Prepared(hashlib.sha256(r.identity()).hexdigest(), [], _measurement_columns(r), refs)
+    columns = (*_measurement_columns(r), share.stored if share is not None else None,
+               share.origin if share is not None else None)
+    return Prepared(hashlib.sha256(r.identity()).hexdigest(), [], columns, refs)
 
 
 # A figure's own columns, in the order of the tuples below (tuples: cheap to pickle and to insert).
@@ -165,6 +157,8 @@ MEASUREMENT_COLUMNS = (
     "figure", "nature_kind", "procedure", "formula", "formula_inputs", "tokens_per_second", "stddev",
     "retrieved_at", "published_at", "author", "quote", "via_title", "via_publisher", "via_url",
     "via_published_at", "hardware_bandwidth_gbs",
+    # derived, not of the record: the active share read per token and where it comes from (tpsdb.ceiling)
+    "read_share", "read_share_origin",
 )
 REJECTION_COLUMNS = ("source_url", "candidate_json", "reasons", "quote", "tokens_per_second")
 # Columns that the database side adds: identity, references and provenance.
@@ -259,6 +253,8 @@ class Store:
         self._hardware_ids: dict[tuple, int] = {}
         self._file_ids: dict[tuple, int] = {}
         self._software_ids: dict[tuple, int] = {}
+        self._cited: dict[int | None, tuple[tuple[str, float], ...]] = {}
+        self._facts_filled: set[str] = set()  # models whose facts a figure filled: their figures' shares follow
         self._pending_count = 0
 
     # ----------------------------------------------------------------------------------------- references
@@ -349,7 +345,36 @@ class Store:
 
     def model_of(self, name: str) -> ModelFacts | None:
         row = self._table(Model, ("name",)).get((name,))
-        return model_facts(row) if row else None
+        return model_facts(row, self.cited_sizes(row.id)) if row else None
+
+    def _files(self) -> dict[tuple, ModelFile]:
+        return self._table(ModelFile, ("model_id", "quantization", "size_bytes"))
+
+    def cited_sizes(self, model_id: int | None) -> tuple[tuple[str, float], ...]:
+        """(quantization, GB) of the model's files whose size the reference cites (tpsdb.files); remembered per
+        model (every figure asks) until forget_cited() (the reference marks a file cited)."""
+        sizes = self._cited.get(model_id)
+        if sizes is None:
+            sizes = self._cited[model_id] = tuple((f.quantization, f.size_bytes / 1e9) for f in self._files().values()
+                                                  if f.model_id == model_id and f.size_quote and f.size_bytes)
+        return sizes
+
+    def forget_cited(self) -> None:
+        self._cited.clear()
+
+    def cited_row(self, model_id: int, quantization: str, size_gb: float | None) -> ModelFile | None:
+        """The cited file a stated size of this model and format describes (tpsdb.files' rule), or None."""
+        size = cited_file(size_gb, quantization, self.cited_sizes(model_id))
+        return None if size is None else self._files().get((model_id, quantization, round(size * 1e9)))
+
+    def link_to_cited(self, row: ModelFile) -> None:
+        """Point a file row at the cited file it describes (or at none, when it is cited itself or describes none)."""
+        cited = None if row.size_quote else self.cited_row(row.model_id, row.quantization,
+                                                           row.size_bytes / 1e9 if row.size_bytes else None)
+        same_file_id = cited.id if cited is not None and cited.id != row.id else None
+        if row.same_file_id != same_file_id:
+            row.same_file_id = same_file_id
+            self.session.add(row)
 
     def model_file(self, name: str, params_b: float, active_params_b: float | None, file_size_gb: float,
                    quantization: str, size_source_url: str | None) -> ModelFile:
@@ -359,13 +384,58 @@ class Store:
         # stored value was refused by conflicts().
         if model.params_b is None and params_b is not None:
             model.params_b = params_b
+            self._facts_filled.add(name)
         if model.active_params_b is None and active_params_b is not None:
             model.active_params_b = active_params_b
+            self._facts_filled.add(name)
         size_bytes = round(file_size_gb * 1e9)
-        return self._get_or_create(
+        known = (model.id, quantization, size_bytes) in self._files()
+        row = self._get_or_create(
             ModelFile, {"model_id": model.id, "quantization": quantization, "size_bytes": size_bytes},
             {"size_source_url": size_source_url},
         )
+        if not known:
+            self.link_to_cited(row)
+        return row
+
+    def refresh_ceiling_inputs(self, model_names: list[str]) -> int:
+        """After the reference changed these models' facts or files: point their files at the cited ones again
+        (tpsdb.files) and recompute the active share of their figures (tpsdb.ceiling). Returns the figures changed."""
+        self.session.flush()
+        self.forget_cited()
+        models = [row for name in model_names if (row := self._table(Model, ("name",)).get((name,))) is not None]
+        for f in list(self._files().values()):
+            if any(f.model_id == mo.id for mo in models):
+                self.link_to_cited(f)
+        self.session.flush()
+        changed = 0
+        for model in models:
+            facts = model_facts(model)
+            rows = self.session.exec(
+                select(Measurement.id, Measurement.quote, Measurement.read_share, Measurement.read_share_origin)
+                .join(ModelFile, ModelFile.id == Measurement.model_file_id)
+                .where(ModelFile.model_id == model.id)).all()
+            for measurement_id, quote, stored, origin in rows:
+                share = active_share(model.name, None, None, facts, quote)
+                if differs(share.stored, stored) or (share.stored is None) != (stored is None):
+                    self.session.execute(update(Measurement).where(Measurement.id == measurement_id)
+                                         .values(read_share=share.stored, read_share_origin=share.origin))
+                    changed += 1
+        return changed
+
+    def file_note(self, refs: tuple) -> str | None:
+        """Why a stored figure misses the tables that hold its model's cited file fixed, or None when it does not:
+        its stated size describes another file than the one the reference cites (tpsdb.files)."""
+        _, (name, _, _, size_gb, quantization), _ = refs
+        model = self._table(Model, ("name",)).get((name,))
+        if model is None:
+            return None
+        cited = [size for quant, size in self.cited_sizes(model.id) if quant == quantization]
+        if not cited or self.cited_row(model.id, quantization, size_gb) is not None or size_gb in cited:
+            return None
+        return (f"{name} {quantization} {size_gb:g} GB is not the file the reference cites "
+                f"({', '.join(f'{c:g} GB' for c in cited)}; sizes more than {SAME_FILE_TOLERANCE:.0%} apart are "
+                "other files: tpsdb.files), so the tables that hold that file fixed leave this figure out")
 
     def software(self, name: str, version: str) -> Software:
         number, commit = parse_version(version)
@@ -396,7 +466,8 @@ class Store:
             conflicts = self.conflicts(prepared.refs)
             if conflicts:
                 prepared = _refused(prepared, conflicts)
-        return PutResult(self._queue(prepared, provenance or _NO_PROVENANCE), prepared.key, prepared.reasons)
+        return PutResult(self._queue(prepared, provenance or _NO_PROVENANCE), prepared.key, prepared.reasons,
+                         None if prepared.reasons else prepared.refs)
 
     def _queue(self, prepared: Prepared, p: Provenance) -> str:
         """Queue the row of a new figure or rejection; says which of the four outcomes of PutResult it was."""
@@ -435,6 +506,9 @@ class Store:
             rows = self._pending.pop(model_cls, [])
             if rows:
                 self._insert(model_cls.__tablename__, columns, rows)
+        if self._facts_filled:  # a figure stated what its model lacked: the figures stored before follow it
+            names, self._facts_filled = sorted(self._facts_filled), set()
+            self.refresh_ceiling_inputs(names)
 
     def _insert(self, table: str, columns: tuple[str, ...], rows: list[tuple]) -> None:
         """One executemany straight to the driver: SQLAlchemy's per-row parameter processing would cost a third
@@ -459,9 +533,9 @@ class Store:
                 p.snapshot_id, ACTIVE, *prepared.columns)
 
 
-def model_facts(row: Model) -> ModelFacts:
-    """What the ceiling check needs of a stored model (see record.active_share)."""
-    return ModelFacts(row.params_b, row.active_params_b, row.mixture_of_experts)
+def model_facts(row: Model, cited_sizes: tuple[tuple[str, float], ...] = ()) -> ModelFacts:
+    """What the ceiling check needs of a stored model (see tpsdb.ceiling.active_share, tpsdb.files)."""
+    return ModelFacts(row.params_b, row.active_params_b, row.mixture_of_experts, cited_sizes)
 
 
 def differs(stated: Any, stored: Any) -> bool:

@@ -22,6 +22,7 @@ from tpsdb.collect.extract import (
     Candidate, PostContext, extract_text, model_name, new_record, refuse_unstorable_numbers,
 )
 from tpsdb.collect.machines import canonical_hardware, devices_hardware
+from tpsdb.units import params_b_from_count
 
 __all__ = ["extract_bench_file", "rows_from_text"]
 
@@ -204,7 +205,7 @@ def _params_b(n_params) -> float | None:
     n = _number(n_params)
     if not n:
         return None
-    return round(n / 1e9, 2) if n >= 1e9 else round(round(n / 1e6, 2) / 1e3, 6)
+    return params_b_from_count(n)
 
 
 def _hardware(row: dict, stated: str | None) -> str | None:

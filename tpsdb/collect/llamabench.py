@@ -10,7 +10,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from tpsdb.units import GIB_IN_GB, MIB_IN_GB  # re-exported: the units llama-bench prints
+from tpsdb import units
+from tpsdb.units import GIB_IN_GB, MIB_IN_GB  # noqa: F401  re-exported: the units llama-bench prints
 
 # ------------------------------------------------------------------------------------------- table shapes
 LLAMA_BENCH = "llama-bench"
@@ -91,26 +92,16 @@ def parse_test(label: str) -> TestShape | None:
     return TestShape("generation", 0, n, depth)
 
 
-_SIZE = re.compile(r"^\s*(\d[\d,]*(?:\.\d+)?)\s*(GiB|MiB|GB|MB)\s*$", re.I)
-_PARAMS = re.compile(r"^\s*(\d[\d,]*(?:\.\d+)?)\s*([BMK])\s*$")
 
 
 def parse_size_gb(cell: str) -> float | None:
-    """Decimal GB from llama-bench's "3.56 GiB" / "636.18 MiB" (binary units, as the printer uses)."""
-    match = _SIZE.match(cell)
-    if not match:
-        return None
-    factor = {"gib": GIB_IN_GB, "mib": MIB_IN_GB, "gb": 1.0, "mb": 0.001}[match[2].lower()]
-    return round(float(match[1].replace(",", "")) * factor, 2)
+    """Decimal GB from llama-bench's "3.56 GiB" / "636.18 MiB" (binary units, as the printer uses): tpsdb.units."""
+    return units.size_gb(cell)
 
 
 def parse_params_b(cell: str) -> float | None:
-    """Billions of parameters from "6.74 B" or "68.03 M"."""
-    match = _PARAMS.match(cell)
-    if not match:
-        return None
-    value = float(match[1].replace(",", ""))
-    return {"B": value, "M": round(value / 1e3, 6), "K": round(value / 1e6, 9)}[match[2]]
+    """Billions of parameters from "6.74 B" or "68.03 M": tpsdb.units."""
+    return units.params_b(cell)
 
 
 # llama.cpp's ftype names (llama_model_ftype_name) -> the format name without decorations.

@@ -11,10 +11,14 @@ The inputs and the rules that choose them:
   publication giving the maker's value, cited as `via`), else the value the machine's figures' own source states
   (`stated`: a thread's post), each with its own citation. A stated value never replaces a cited one.
 - the bytes read per token: the file size × the active share of a mixture of experts (from the reference data,
-  else llama-bench's type label). A mixture of experts whose active share is unknown has no ceiling: an error.
+  else llama-bench's type label in the model's name or in its figures' quotes). A mixture of experts whose active
+  share is unknown has no ceiling: an error.
 - one size per file: when the reference cites a size for the model in that format (`model_file.size_quote`), that
-  file is the one computed; other sizes recorded by figures for the same model and format (llama-bench's 3.56 GiB =
-  3.82 GB against the cited 3.79 GB) are other files, named in a note. With no cited size, each size is computed.
+  file is the one computed; sizes its figures state that describe it (tpsdb.files: llama-bench's 3.56 GiB = 3.82 GB
+  is the cited 3.79 GB file) are that file; other sizes are other files, named in a note. With no cited size, each
+  size is computed.
+
+Every number comes from tpsdb.ceiling, the rule the validator, the view and the tables use.
 
 With N users served together, one pass over the weights yields one token for each of them, so the aggregate
 ceiling is N times the one-user ceiling (for a mixture of experts this is the best case, where all users need the
@@ -27,10 +31,11 @@ from __future__ import annotations
 import difflib
 from dataclasses import asdict, dataclass, field
 
-from sqlmodel import Session, select
+from sqlmodel import Session, col, select
 
+from ..ceiling import Bandwidth, ModelFacts, Share, active_share, ceiling_of, choose_bandwidth, read_share
 from ..models import Hardware, Measurement, Model, ModelFile, Status
-from ..record import ModelFacts, active_share, ceiling_tokens_per_second, named_quantization, read_share
+from ..record import named_quantization
 from .tables import bandwidth_citation
 from .tables import fmt_number as _n
 
@@ -65,6 +70,7 @@ class Ceiling:
     share_origin: str = "dense"
     kind: str = "calculation"
     notes: list[str] = field(default_factory=list)
+    model_params_b: float | None = None  # the model's own total (a label's share uses the label's rounded numbers)
 
     @property
     def read_share(self) -> float:
@@ -107,7 +113,7 @@ def compute(session: Session, hardware: str, model: str, quantization: str, user
         raise CeilingError(f"no {quant} file of {model} in the database (formats known: {', '.join(formats) or 'none'})")
 
     bandwidth = _bandwidth(session, machine)
-    share = active_share(row.name, None, None, ModelFacts(row.params_b, row.active_params_b, row.mixture_of_experts))
+    share = _share(session, row, [f.id for f in files])
     missing = []
     if bandwidth is None:
         missing.append(f"the memory bandwidth of {hardware} is unknown (add it with the page that states it: "
@@ -120,7 +126,8 @@ def compute(session: Session, hardware: str, model: str, quantization: str, user
     if missing:
         raise CeilingError("cannot compute the maximum: " + "; ".join(missing))
     cited = [f for f in files if f.size_quote and f.size_bytes]
-    other_sizes = [f for f in files if f.size_bytes and cited and f not in cited]
+    same = [f for f in files if f.same_file_id is not None and f.size_bytes and f not in cited]
+    other_sizes = [f for f in files if f.size_bytes and cited and f not in cited and f not in same]
     files = cited or files
 
     results = []
@@ -128,7 +135,8 @@ def compute(session: Session, hardware: str, model: str, quantization: str, user
         if f.size_bytes is None:
             continue
         size_gb = f.size_bytes / 1e9
-        per_user = ceiling_tokens_per_second(bandwidth["gbs"], size_gb, share.params_b, share.active_params_b)
+        per_user = ceiling_of(Bandwidth(bandwidth["gbs"], bandwidth["kind"]), size_gb, share).value
+        assert per_user is not None  # every input was checked above
         fits = None if machine.memory_gb is None else size_gb <= machine.memory_gb
         result = Ceiling(
             hardware=hardware, model=model, quantization=quant, users=users,
@@ -137,10 +145,14 @@ def compute(session: Session, hardware: str, model: str, quantization: str, user
             bandwidth_via_title=bandwidth["via_title"], bandwidth_via_quote=bandwidth["via_quote"],
             file_size_gb=size_gb, size_source_url=f.size_source_url, params_b=share.params_b,
             active_params_b=share.active_params_b, per_user_tps=per_user, aggregate_tps=per_user * users,
-            memory_gb=machine.memory_gb, fits=fits, share_origin=share.origin,
+            memory_gb=machine.memory_gb, fits=fits, share_origin=share.origin, model_params_b=row.params_b,
             active_source_url=row.active_params_source_url if share.origin == "reference" else None,
             active_quote=row.active_params_quote if share.origin == "reference" else None,
         )
+        if same:
+            result.notes.append(
+                f"one file: figures state {', '.join(_n(o.size_bytes / 1e9) + ' GB' for o in same)} for it (a tool's "
+                f"size of the cited {_n(size_gb)} GB file: within 2 %, tpsdb.files), and are computed on it")
         if other_sizes:
             result.notes.append(
                 f"one size per file: the reference cites {_n(size_gb)} GB for {model} {quant}, so that file is "
@@ -155,17 +167,33 @@ def compute(session: Session, hardware: str, model: str, quantization: str, user
                 result.notes.append(
                     f"mixture of experts: if the {users} users need different experts, up to {worst:.0%} of the file "
                     f"is read per step and the aggregate bound falls to "
-                    f"{ceiling_tokens_per_second(bandwidth['gbs'], size_gb * worst) * users:.2f} tokens/s")
+                    f"{bandwidth['gbs'] / (size_gb * worst) * users:.2f} tokens/s")
             result.notes.append("the context (KV cache) of each user needs memory on top of the file; not counted here")
         results.append(result)
     return results
 
 
+def _share(session: Session, model: Model, file_ids: list[int]) -> Share:
+    """The model's active share (tpsdb.ceiling): from its facts and name, else the one its figures' quotes state
+    (llama-bench's label `30B.A3B`), when they all state the same: the share the validator and the view read."""
+    share = active_share(model.name, None, None, ModelFacts(model.params_b, model.active_params_b,
+                                                            model.mixture_of_experts))
+    if share.origin not in ("dense", "unknown"):  # stated by the model's facts or name; else its figures may say
+        return share
+    facts = ModelFacts(model.params_b, model.active_params_b, model.mixture_of_experts)
+    quotes = session.exec(select(Measurement.quote).where(
+        col(Measurement.model_file_id).in_(file_ids), Measurement.status == Status.active,
+        Measurement.read_share_origin == "label")).all()
+    shares = {active_share(model.name, None, None, facts, quote) for quote in quotes}
+    return shares.pop() if len(shares) == 1 else share
+
+
 def _bandwidth(session: Session, machine: Hardware) -> dict | None:
-    """The machine's bandwidth with its kind and citation: the reference's, else the one its figures' source states
-    (when they all state the same value; the first figure's post is cited)."""
-    if machine.memory_bandwidth_gbs is not None:
-        return {"gbs": machine.memory_bandwidth_gbs, "kind": machine.bandwidth_kind or "vendor",
+    """The machine's bandwidth with its kind and citation (tpsdb.ceiling.choose_bandwidth): the reference's, else the
+    one its figures' source states (when they all state the same value; the first figure's post is cited)."""
+    chosen = choose_bandwidth(machine.memory_bandwidth_gbs, machine.bandwidth_kind, None)
+    if chosen is not None:
+        return {"gbs": chosen.gbs, "kind": chosen.kind,
                 "url": machine.bandwidth_source_url, "quote": machine.bandwidth_quote,
                 "title": machine.bandwidth_source_title, "via_title": machine.bandwidth_via_title,
                 "via_quote": machine.bandwidth_via_quote}
@@ -181,7 +209,9 @@ def _bandwidth(session: Session, machine: Hardware) -> dict | None:
     if not values:
         return None
     value, url, quote = stated[0]
-    return {"gbs": value, "kind": "stated", "url": url, "quote": quote, "title": None, "via_title": None,
+    chosen = choose_bandwidth(None, None, value)
+    assert chosen is not None
+    return {"gbs": chosen.gbs, "kind": chosen.kind, "url": url, "quote": quote, "title": None, "via_title": None,
             "via_quote": None}
 
 
@@ -219,7 +249,9 @@ def format_text(results: list[Ceiling]) -> str:
         if share < 1:
             origin = (f"source: {c.active_source_url}" + (f' "{c.active_quote}"' if c.active_quote else "")
                       if c.share_origin == "reference" else
-                      "stated by llama-bench's type label" if c.share_origin == "label" else "stated by the record")
+                      f"stated by llama-bench's type label ({_n(c.active_params_b)} of {_n(c.params_b)} B)"
+                      + (f"; the model's total is {_n(c.model_params_b)} B" if c.model_params_b else "")
+                      if c.share_origin == "label" else "stated by the record")
             lines.append(f"  active share      {origin}")
         lines += ["", "memory"]
         if c.memory_gb is None:

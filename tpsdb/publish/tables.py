@@ -17,7 +17,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from sqlalchemy import Connection, bindparam, text
 
-from ..record import ceiling_tokens_per_second, read_share
+from ..ceiling import ModelFacts, active_share, ceiling_of, choose_bandwidth
 from .definitions import FIXED_COLUMNS, TIES_TEXT, Definition
 from .quotes import is_table_row, quote_headers
 
@@ -33,6 +33,7 @@ _VIEW_COLUMNS = (
     "generated_tokens",
     "context_depth", "users", "figure", "procedure", "tokens_per_second", "stddev", "source_url", "source_home_url",
     "source_title", "retrieved_at", "published_at", "author", "quote", "via_title", "via_publisher", "via_url",
+    "calc_ceiling_tps", "read_share",
 )
 
 # Ties (same value, same date) go to the simplest conditions (fewest users, shortest context), then to the figure
@@ -249,9 +250,10 @@ def fmt_software(r: Mapping) -> str:
 
 
 # ---------------------------------------------------------------------------------------------------- SQL
-# One size per file: where the reference cites a size for a model in a format (model_file.size_quote), a figure
-# recorded on another size of that model and format (llama-bench's 3.56 GiB = 3.82 GB against the cited 3.79 GB)
-# is on another file, and no table holds it: a table that says "Q4_0 file 3.79 GB" holds exactly that.
+# One size per file: where the reference cites a size for a model in a format (model_file.size_quote), a table holds
+# the figures on that file: the view's file_size_gb is the cited size for a figure whose stated size describes it
+# (tpsdb.files: llama-bench's 3.56 GiB = 3.82 GB is the cited 3.79 GB file), and a figure on another file is left
+# out (`ingest` says so): a table that says "Q4_0 file 3.79 GB" holds exactly that.
 _CITED_SIZE = """(NOT EXISTS (SELECT 1 FROM model_file c JOIN model cm ON cm.id = c.model_id
                   WHERE cm.name = measurement_full.model AND c.quantization = measurement_full.quantization
                     AND c.size_quote IS NOT NULL)
@@ -377,7 +379,8 @@ def _hardware_facts(conn: Connection, names: Iterable[str]) -> dict[str, Mapping
 def _model_files(conn: Connection, models: Any, quantizations: Any = None) -> list[Mapping]:
     """Model files of the fixed model(s) (and format(s)), with sizes and where the sizes come from."""
     models = list(models) if isinstance(models, (tuple, list)) else [models]
-    sql = ("SELECT mo.name AS model, mo.params_b, mo.active_params_b, f.quantization, f.size_bytes, "
+    sql = ("SELECT mo.name AS model, mo.params_b, mo.active_params_b, mo.mixture_of_experts, f.quantization, "
+           "f.size_bytes, "
            f"f.size_source_url FROM model_file f JOIN model mo ON mo.id = f.model_id WHERE mo.name IN :models "
            f"AND {_FILE_IS_CITED}")
     params: dict[str, Any] = {"models": models}
@@ -560,6 +563,17 @@ def _bandwidth_cell(notes: _Footnotes, hardware: str, bandwidth: float | None, c
 
 
 # ------------------------------------------------------------------------------------ 1–2. machines, ceiling
+def _file_ceiling(machine: Mapping | None, model_file: Mapping | None):
+    """tpsdb.ceiling's maximum for one user generating on this file on this machine (no figure of its own)."""
+    bandwidth = choose_bandwidth(machine["memory_bandwidth_gbs"] if machine else None,
+                                 machine["bandwidth_kind"] if machine else None, None)
+    if model_file is None:
+        return ceiling_of(bandwidth, None, active_share(None, None, None, None))
+    facts = ModelFacts(model_file["params_b"], model_file["active_params_b"], model_file["mixture_of_experts"])
+    share = active_share(model_file["model"], None, None, facts)
+    return ceiling_of(bandwidth, model_file["size_bytes"] / 1e9, share)
+
+
 def build_machines(conn: Connection, d: Definition) -> Table:
     """One model file, one test: one row per machine with its memory bandwidth and the figure picked for it.
 
@@ -591,31 +605,30 @@ def build_machines(conn: Connection, d: Definition) -> Table:
     rows, points, reads = [], [], Counter()
     for name in names:
         r = picked.get(name)
-        if r is not None:
+        if r is not None:  # the view's ceiling columns: tpsdb.ceiling's rule on the figure's stored facts
             bandwidth, cited = r["memory_bandwidth_gbs"], r
-            size, params, active = r["file_size_gb"], r["params_b"], r["active_params_b"]
-        else:
+            size, share, max_tps = r["file_size_gb"], r["read_share"], r["calc_ceiling_tps"]
+        else:  # a machine without a figure: the same rule on the machine's and the file's facts
             fact = facts.get(name)
-            bandwidth = fact["memory_bandwidth_gbs"] if fact else None
             cited = fact
             size = only_file["size_bytes"] / 1e9 if only_file else None
-            params = only_file["params_b"] if only_file else None
-            active = only_file["active_params_b"] if only_file else None
+            computed = _file_ceiling(fact, only_file)
+            bandwidth = computed.bandwidth.gbs if computed.bandwidth else None
+            share, max_tps = computed.share.stored, computed.value
         if d.require_bandwidth and bandwidth is None:
             continue
         row = {"hardware": _text(name, hint=None if (r or name in facts) else "not in the database"),
                "bandwidth_gbs": _bandwidth_cell(notes, name, bandwidth, cited),
                "tokens_per_second": _measured(notes, r)}
         if ceiling:
-            max_tps = ceiling_tokens_per_second(bandwidth, size, params, active) if bandwidth and size else None
-            share = read_share(params, active)
-            formula = (f"{fmt_number(bandwidth)} GB/s ÷ ({fmt_number(size)} GB × {share:.4f} active share)"
-                       if share != 1.0 else f"{fmt_number(bandwidth)} GB/s ÷ {fmt_number(size)} GB")
+            formula = (f"{fmt_number(bandwidth)} GB/s ÷ {fmt_number(size)} GB" if share == 1.0 else
+                       f"{fmt_number(bandwidth)} GB/s ÷ ({fmt_number(size)} GB × {share:.4f} active share)"
+                       if share is not None else "the active share of this mixture of experts is unknown")
             row["ceiling_tps"] = _calc(max_tps, fmt_calc, f"{formula} = {fmt_calc(max_tps)} tokens/s")
             reached = r["tokens_per_second"] / max_tps if (r is not None and max_tps) else None
             row["share"] = _calc(reached, fmt_percent,
                                  f"{fmt_number(r['tokens_per_second']) if r else ''} ÷ {fmt_calc(max_tps)}")
-            if size:
+            if size and share is not None:
                 reads[round(size * share, 4)] += 1
         row["software"] = _text(fmt_software(r) if r else None)
         row["figures"] = _text(r["n_qualifying"] if r else 0)
@@ -623,8 +636,8 @@ def build_machines(conn: Connection, d: Definition) -> Table:
         if r is not None and bandwidth:
             points.append({"label": name, "bandwidth_gbs": bandwidth, "tokens_per_second": r["tokens_per_second"],
                            "bandwidth_kind": r["bandwidth_kind"] or "vendor"})
-            if not ceiling and size:
-                reads[round(size * read_share(params, active), 4)] += 1
+            if not ceiling and size and share is not None:
+                reads[round(size * share, 4)] += 1
 
     table_notes = _common_notes(d, calc=ceiling)
     if ceiling:
