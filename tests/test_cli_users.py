@@ -1,0 +1,71 @@
+"""Issue 20, CLI consistency: -h everywhere, `compare` (a machine and a model -> ranked figures and the calc.),
+an import of nothing new exits 0, `withdraw` keeps the figure in the history."""
+
+from __future__ import annotations
+
+import copy
+import json
+
+import pytest
+
+from conftest import run_cli, write_jsonl
+from test_peers import tokatlas_slice
+
+
+@pytest.fixture
+def small_db(tmp_path, record):
+    """Three DGX Spark figures of gpt-oss 120B (59.02, 57.1 per user; 200 aggregate at 4 users) and the reference
+    data (273 GB/s, 5.1 B active)."""
+    from conftest import ROOT
+
+    db = tmp_path / "small.sqlite"
+    run_cli("init", "--no-seed", db=db)
+    run_cli("reference", *map(str, sorted((ROOT / "data" / "reference").glob("*.toml"))), db=db)
+    slower, many = copy.deepcopy(record), copy.deepcopy(record)
+    slower["tokens_per_second"], slower["source"]["quote"] = 57.1, "| tg32 | 57.1 ± 0.2 |"
+    slower["lengths"]["context_depth"] = 4096
+    many["tokens_per_second"], many["source"]["quote"] = 200, "| 4 | S_TG 200 |"
+    many["concurrency"] = {"users": 4, "figure": "aggregate"}
+    run_cli("add", str(write_jsonl(tmp_path / "r.jsonl", [slower, many, record])), db=db)
+    return db
+
+
+@pytest.mark.parametrize("argv", [["-h"], ["validate", "-h"], ["compare", "-h"], ["tables", "-h"]])
+def test_dash_h_is_help_everywhere(argv):
+    result = run_cli(*argv)
+    assert result.stdout.startswith("Usage: tpsdb")
+
+
+def test_compare_ranks_the_figures_with_their_conditions_and_the_calculation(small_db):
+    out = run_cli("compare", "--hardware", "nvidia dgx spark", "--model", "GPT-OSS 120B", db=small_db).stdout
+    lines = out.splitlines()
+    assert lines[0] == "gpt-oss 120B on NVIDIA DGX Spark" and "3 measured figures" in lines[1]
+    ranked = [line for line in lines if line.startswith("  ") and "generation" in line]
+    assert [line.split()[1] for line in ranked] == ["59.02", "57.1", "200"]  # one user first, fastest first
+    assert "depth 4096" in ranked[1] and "4 aggregate" in ranked[2] and "b6918 (2f68ce7cf)" in ranked[0]
+    assert "calc. maximum, MXFP4 file 63.37 GB: 98.69 tokens/s per user (CALCULATION" in out
+    data = json.loads(run_cli("compare", "--hardware", "NVIDIA DGX Spark", "--model", "gpt-oss 120B",
+                              "--format", "json", db=small_db).stdout)
+    assert [f["tokens_per_second"] for f in data["figures"]] == [59.02, 57.1, 200]
+    assert data["calculations"][0]["per_user_tps"] == 98.69
+
+
+def test_compare_says_clearly_when_nothing_was_measured(small_db):
+    result = run_cli("compare", "--hardware", "Apple M2 Ultra (76-core GPU)", "--model", "gpt-oss 120B",
+                     "--quantization", "MXFP4", db=small_db, check=False)
+    assert result.returncode == 1
+    assert "nothing measured: no accepted figure of this model on this machine" in result.stdout
+    assert "measured on: NVIDIA DGX Spark" in result.stdout
+    assert "calc. maximum, MXFP4" in result.stdout  # computed, or why not
+    unknown = run_cli("compare", "--hardware", "M2 Ultra", "--model", "gpt-oss 120B", db=small_db, check=False)
+    assert unknown.returncode == 2 and "Did you mean" in unknown.stderr
+
+
+def test_an_import_of_nothing_new_exits_0(empty_db, tmp_path):
+    path = tokatlas_slice(tmp_path)
+    assert run_cli("import", "tokatlas", str(path), db=empty_db, check=False).returncode == 1  # new rejections
+    again = run_cli("import", "tokatlas", str(path), db=empty_db, check=False)
+    assert again.returncode == 0, again.stdout
+    assert "0 measurements added" in again.stdout and "0 rejections added" in again.stdout
+
+
