@@ -69,3 +69,32 @@ def test_an_import_of_nothing_new_exits_0(empty_db, tmp_path):
     assert "0 measurements added" in again.stdout and "0 rejections added" in again.stdout
 
 
+
+
+def test_withdraw_keeps_the_figure_in_the_history_with_why(small_db):
+    before = json.loads(run_cli("compare", "--hardware", "NVIDIA DGX Spark", "--model", "gpt-oss 120B", "--format",
+                                "json", db=small_db).stdout)
+    first = before["figures"][0]["measurement_id"]
+    done = run_cli("withdraw", str(first), "--why", "wrong machine", db=small_db)
+    assert f"withdrew figure {first} (59.02 tokens/s" in done.stdout
+    after = json.loads(run_cli("compare", "--hardware", "NVIDIA DGX Spark", "--model", "gpt-oss 120B", "--format",
+                               "json", db=small_db).stdout)
+    assert [f["tokens_per_second"] for f in after["figures"]] == [57.1, 200]
+    history = json.loads(run_cli("query", f"select m.status, w.why from measurement m join withdrawal w on "
+                                 f"w.measurement_id = m.id where m.id = {first}", "--format", "json",
+                                 db=small_db).stdout)
+    assert history == [{"status": "withdrawn", "why": "wrong machine"}]
+    again = run_cli("withdraw", str(first), "--why", "again", db=small_db, check=False)
+    assert again.returncode == 2 and "already withdrawn" in again.stderr
+    for argv in (["999", "--why", "x"], [str(first + 1), "--why", "   "], [str(first + 1), "--why", "a\nb"]):
+        refused = run_cli("withdraw", *argv, db=small_db, check=False)
+        assert refused.returncode == 2 and refused.stderr.startswith("error: "), argv
+
+
+def test_withdraw_refuses_a_figure_that_refresh_would_read_again(tmp_path, small_db):
+    import sqlite3
+
+    with sqlite3.connect(small_db) as conn:
+        conn.execute("update source set key = 'llamacpp-16578'")
+    refused = run_cli("withdraw", "1", "--why", "wrong", db=small_db, check=False)
+    assert refused.returncode == 2 and "which `tpsdb refresh` reads" in refused.stderr

@@ -264,6 +264,56 @@ def add(
     raise typer.Exit(_stored_code(counts))
 
 
+@app.command()
+def withdraw(
+    measurement_id: Annotated[int, typer.Argument(metavar="ID", help="The figure's id (measurement_id; `tpsdb "
+                                                  "compare` and the site's pages show it).")],
+    why: Annotated[str, typer.Option("--why", metavar="TEXT", help='Why it is withdrawn, e.g. "wrong machine" '
+                                     "(required).")],
+    db_url: DbOption = None,
+    timeout: TimeoutOption = 60,
+) -> None:
+    """Withdraw a figure you added (add, ingest) that is wrong. Nothing is deleted: the figure keeps its row with
+    status withdrawn (measurement_history shows it), and the withdrawal table keeps why and when. Tables, the site
+    and compare show active figures only.
+
+    A figure of a source that `tpsdb refresh` reads (a file in sources/) is refused: the next refresh would read it
+    again; correct the source instead. Exit status: 0 withdrawn, 2 refused (nothing changed).
+    """
+    from datetime import datetime, timezone
+
+    from .models import Measurement, Source, Status, Withdrawal
+    from .record import MAX_NAME_BYTES, _check_name
+
+    why = why.strip()
+    problems: list[str] = []
+    _check_name(why, "--why", problems)  # a name's rule: one line, no control character, at most 500 bytes
+    if not why or problems:
+        fail(f"--why: give a reason on one line, at most {MAX_NAME_BYTES} bytes (e.g. --why \"wrong machine\")")
+    engine = open_db(db_url)
+    with Session(engine) as session:
+        try:
+            lock_for_writing(session, timeout)
+        except Busy as error:
+            fail(f"{db.name_of(engine)}: {error}", code=3)
+        figure = session.get(Measurement, measurement_id)
+        if figure is None:
+            fail(f"figure {measurement_id}: no such measurement in {db.name_of(engine)}")
+        if figure.status != Status.active:
+            fail(f"figure {measurement_id}: already {figure.status}; nothing changed")
+        source = session.get(Source, figure.source_id)
+        if source is not None and source.key:
+            fail(f"figure {measurement_id} comes from {source.key} ({source.url}), which `tpsdb refresh` reads: the "
+                 "next refresh would read it again; nothing changed")
+        figure.status = Status.withdrawn
+        session.add(figure)
+        session.add(Withdrawal(measurement_id=measurement_id, why=why,
+                               withdrawn_at=datetime.now(timezone.utc).isoformat(timespec="seconds")))
+        session.commit()
+        typer.echo(f"withdrew figure {measurement_id} ({figure.tokens_per_second:g} tokens/s, from "
+                   f"{figure.source_url}): {why}; kept in the history (measurement_history, status withdrawn)")
+
+
 def _stored_line(counts: Counter) -> str:
     """What `add` and `ingest` say they stored (counts of Store.put outcomes)."""
     return (f"{counts['accepted']} measurements added, {counts['accepted_unchanged']} already stored; "
