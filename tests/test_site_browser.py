@@ -6,6 +6,7 @@ source text shown as text) and `--screenshot` (kept under tests/artifacts/, one 
 
 from __future__ import annotations
 
+import re
 import subprocess
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
@@ -142,3 +143,22 @@ def test_datasette_pages_load_in_chromium(served):
     assert 'class="facet-info' in doms["measurement_full-facet"]
     assert "&lt;script&gt;document.title='pwned'&lt;/script&gt;" in doms["hostile"]
     assert "<script>document.title" not in doms["hostile"]
+
+
+def test_datasette_views_open_on_the_columns_a_reader_needs_first(served):
+    """Issue 20: descriptions folded, the reader's columns shown (the rest a click away), the refused figures named
+    by machine and model."""
+    base, name = served
+    doms = {view: _load_url(f"{base}/{name}/{view}", ARTIFACTS / f"datasette-view-{view}.png")
+            for view in ("measurement_full", "rejection_full")}
+    for view, dom in doms.items():
+        assert '<details><summary>What each column means (' in dom, view
+        assert 'class="tpsdb-columns"' in dom and "columns a reader needs first: show all" in dom, view
+    full = doms["measurement_full"]
+    assert re.search(r'<th [^>]*data-column="tokens_per_second"[^>]*>', full)
+    assert re.search(r'<th [^>]*style="display: none;"[^>]*data-column="bandwidth_quote"', full) or \
+        re.search(r'<th [^>]*data-column="bandwidth_quote"[^>]*style="display: none;"', full)
+    assert not re.search(r'<th [^>]*data-column="tokens_per_second"[^>]*style="display: none;"', full)
+    assert re.search(r'<th [^>]*data-column="hardware"', doms["rejection_full"])
+    asked = _load_url(f"{base}/{name}/measurement_full?_col=hardware", ARTIFACTS / "datasette-view-asked.png")
+    assert 'class="tpsdb-columns"' not in asked  # a URL that names its columns is left as asked
