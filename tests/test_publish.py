@@ -353,7 +353,8 @@ def test_every_project_table_renders_on_an_empty_database(tmp_path):
         assert "Held fixed: Model" in header or table.definition.kind == "conformance"  # counts, not figures
     assert chart_svg(tables[0].chart) == (None, "No chart: no measured figure to draw yet.")
     site = publish_site(engine, definitions, tmp_path / "site")
-    assert len(site) == 1 + 4 * len(definitions) + 2  # and figures.html, rejections.html
+    # and figures.html, rejections.html, the machines-and-models page and the three downloads (no machine or model)
+    assert len(site) == 1 + 4 * len(definitions) + 2 + 1 + 3
 
 
 # ----------------------------------------------------------------------------------------- rendering
@@ -466,8 +467,13 @@ def test_cli_tables_publish_and_ceiling(tmp_path):
     (tables_dir / "mine.toml").write_text('kind = "sources"\ntitle = "Mine"\n[fixed]\nhardware = "NVIDIA DGX Spark"\n')
     site = tmp_path / "site"
     run_cli("publish", "--out", str(site), "--tables-dir", str(tables_dir), db=path)
-    assert sorted(p.name for p in site.iterdir()) == [".tpsdb-site", "figures.html", "index.html", "mine.csv", "mine.html", "mine.json",
-                                                      "mine.md", "rejections.html"]
+    names = sorted(p.name for p in site.iterdir())
+    pages = [name for name in names if name.startswith(("machine-", "model-"))]  # a page per machine and model
+    assert [name for name in names if name not in pages] == [
+        ".tpsdb-site", "figures.html", "index.html", "machines-and-models.html", "mine.csv", "mine.html", "mine.json",
+        "mine.md", "rejections.html", "tpsdb-figures.csv", "tpsdb-figures.jsonl", "tpsdb-rejections.jsonl"]
+    assert "machine-nvidia-dgx-spark.html" in pages and all(f'href="{page}"' in (site / "index.html").read_text()
+                                                          for page in pages)
     assert 'href="mine.html"' in (site / "index.html").read_text()
 
     text_out = run_cli("ceiling", "--hardware", SPARK, "--model", "gpt-oss 120B", "--quantization", "MXFP4",

@@ -81,7 +81,7 @@ DATA_PAGES = (FIGURES, REJECTIONS)
 _SCRIPT = r"""
 (function () {
   var data = JSON.parse(document.getElementById("rows").textContent);
-  var cols = data.columns, strings = data.strings, values = data.values, PAGE = 100;
+  var cols = data.columns, strings = data.strings, values = data.values, PAGE = 100, pages = data.pages || {};
   var linkAt = cols.length;  // the last column of values: each row's permalink
   var rows = new Array(data.count);  // a row is its number: its values are values[column][row]
   for (var r = 0; r < rows.length; r++) rows[r] = r;
@@ -134,6 +134,8 @@ _SCRIPT = r"""
           var url = value(row, linkAt);
           if (/^https?:\/\//i.test(url)) { var a = document.createElement("a"); a.href = url;
             a.textContent = short(v || url); a.title = url; td.appendChild(a); } else td.textContent = v || "";
+        } else if (pages[i] && values[i][row] !== null && pages[i][values[i][row]]) {
+          var p = document.createElement("a"); p.href = pages[i][values[i][row]]; p.textContent = v; td.appendChild(p);
         } else { td.textContent = v === null ? "" : v; if (v && v.length > 60) td.title = v; }
         tr.appendChild(td);
       });
@@ -190,7 +192,11 @@ EMPTY = {
 }
 
 
-def page_rows(conn, page: DataPage) -> tuple[int, str]:
+# The columns whose text names a machine or a model: their cells link to its page on the site.
+_ENTITY_COLUMNS = {"hardware": "machine", "model": "model"}
+
+
+def page_rows(conn, page: DataPage, entities=None) -> tuple[int, str]:
     """The page's rows as its inline JSON, and how many there are.
 
     The JSON is column by column: `values` holds one list per column (the shown ones, then the permalinks) and
@@ -217,6 +223,9 @@ def page_rows(conn, page: DataPage) -> tuple[int, str]:
             values.append(codes)
     data = {"columns": [{"key": c.key, "label": c.label, "kind": c.kind, "digits": c.digits} for c in page.columns],
             "count": len(rows), "strings": strings, "values": values}
+    if entities is not None:  # per linked column: its texts' pages, in the order of its strings (null: no page)
+        data["pages"] = {str(i): [entities.href(_ENTITY_COLUMNS[c.key], name) for name in strings[i] or []]
+                         for i, c in enumerate(page.columns) if c.key in _ENTITY_COLUMNS}
     # Inside <script>: no "</script>" or "<!--" may appear, so every < is escaped (JSON reads \u003c as <).
     encoded = json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False).replace("<", "\\u003c")
     return len(rows), encoded
@@ -251,8 +260,10 @@ def _numbers(column: tuple) -> list:
             for v in column]
 
 
-def render_data_page(conn, page: DataPage, footer: str) -> tuple[int, str]:
-    count, rows_json = page_rows(conn, page)
+def render_data_page(conn, page: DataPage, footer: str, entities=None) -> tuple[int, str]:
+    """The page's HTML and its row count; with `entities` (tpsdb.publish.entities), machine and model cells link to
+    their pages."""
+    count, rows_json = page_rows(conn, page, entities)
     body = _template.render(page=page, count=count, empty=EMPTY[page.name], rows_json=Markup(rows_json),
                             script=Markup(_SCRIPT))
     return count, render_page(page.title, [body], nav="index.html", footer=footer)
