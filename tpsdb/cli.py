@@ -27,6 +27,7 @@ from .reference import ReferenceError, load_reference, reference_facts, stored_f
 from .reference import bandwidths as stored_bandwidths_of
 from .reference import models as stored_models_of
 from .output import os_error_text, write_atomic
+from .progress import Progress
 from .store import Busy, Store, lock_for_writing
 from .summary import summary_text
 
@@ -226,7 +227,8 @@ def add(
     """
     engine = open_db(db_url)
     counts: Counter = Counter()
-    with Session(engine) as session:
+    meter = Progress("add")  # on a terminal only
+    with Session(engine) as session, meter:
         try:
             lock_for_writing(session, timeout)  # before anything is read: a concurrent add's rows are then seen
         except Busy as error:
@@ -243,8 +245,8 @@ def add(
                     counts[result.outcome] += 1
                     if result.reasons:  # as validate prints them, with the reasons only the database knows
                         typer.echo(_reasons_line(read.where, result.reasons))
-                    if index % 20000 == 0:
-                        typer.echo(f"{path}: {index} records", err=True)
+                    if index % 1000 == 0:
+                        meter.say(f"{path}: {index} records")
             store.flush()
             session.commit()
         except RecordFileError as error:
@@ -422,17 +424,15 @@ def refresh(
         fail("name the sources to refresh, or pass --due (see `tpsdb sources`)")
     engine = open_db(db_url)
     keys = _pick(specs, names or []) if names else due_sources(engine, specs)
+    meter = Progress("refresh")
     _run_sources(engine, keys, lambda key: refresh_source(engine, specs[key], session_factory=_http_session,
-                                                          progress=_progress), as_json=fmt == "json", wait=wait)
+                                                          progress=meter.say), as_json=fmt == "json", wait=wait,
+                 meter=meter)
     if not keys and fmt != "json":
         typer.echo("no source is due")
 
 
-def _progress(message: str) -> None:
-    typer.echo(message, err=True)
-
-
-def _run_sources(engine, keys: list[str], run_one, *, as_json: bool, wait: bool) -> None:
+def _run_sources(engine, keys: list[str], run_one, *, as_json: bool, wait: bool, meter: Progress) -> None:
     """Run one source after another under the database's refresh lock; print; exit 1 if one failed."""
     from .refresh import RefreshBusy, RefreshLockError, refresh_lock
 
@@ -441,6 +441,7 @@ def _run_sources(engine, keys: list[str], run_one, *, as_json: bool, wait: bool)
         with refresh_lock(engine, wait):
             for key in keys:
                 summaries.append(run_one(key))
+                meter.close()  # the progress line gives way to the source's summary
                 if not as_json:
                     typer.echo(_summary_line(summaries[-1]))
     except RefreshBusy as error:
@@ -483,7 +484,8 @@ def reparse(
     specs = _specs(sources_dir)
     engine = open_db(db_url)
     keys = _pick(specs, names) if names else list(specs)
-    _run_sources(engine, keys, lambda key: reparse_source(engine, specs[key], progress=_progress),
+    meter = Progress("reparse")
+    _run_sources(engine, keys, lambda key: reparse_source(engine, specs[key], progress=meter.say), meter=meter,
                  as_json=fmt == "json", wait=True)
 
 
@@ -517,7 +519,7 @@ def ingest(
                                                     "measured on (default: the device the file names).")] = None,
     model: Annotated[Optional[str], typer.Option("--model", metavar="NAME", help='The model measured, e.g. "Llama 2 '
                                                  '7B" (default: llama-bench\'s type label, e.g. "llama 7B").')] = None,
-    fmt: Annotated[Optional[str], typer.Option("--input-format", "--format", metavar="FORMAT",
+    fmt: Annotated[Optional[str], typer.Option("--input-format", metavar="FORMAT",
                                                help="Read the files as json, jsonl, csv, sql or md (default: from "
                                                "the file name, else the content).")] = None,
     retrieved_at: Annotated[Optional[str], typer.Option("--retrieved-at", metavar="DATE",
@@ -544,11 +546,12 @@ def ingest(
         typer.echo(_reasons_line(where, reasons))
 
     try:
-        with Session(engine) as session:
+        with Session(engine) as session, Progress("ingest") as meter:
             try:
                 lock_for_writing(session, timeout)
             except Busy as error:
                 fail(f"{db.name_of(engine)}: {error}", code=3)
+            meter.say(f"reading {len(files)} file{'s' if len(files) != 1 else ''}", final=True)
             counts = ingest_files(session, files, source_url=source_url, hardware=hardware, fmt=fmt,
                                   retrieved_at=retrieved_at, published_at=published_at, model=model,
                                   on_rejected=rejected)
@@ -584,8 +587,10 @@ def import_cmd(
     specs = _specs(sources_dir)
     engine = open_db(db_url)
     try:
-        with Session(engine) as session:
+        with Session(engine) as session, Progress("import") as meter:
+            meter.say(f"reading {file}", final=True)
             report = import_tokatlas(session, file, specs)
+            meter.say(f"storing {report.figures} figures", final=True)
             session.commit()
     except PeerFileError as error:
         fail(f"{error}; nothing was stored")

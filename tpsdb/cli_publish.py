@@ -87,8 +87,11 @@ def publish(
     engine = open_db(db_url)
     from .publish.site import SiteFolderError, publish_site
 
+    from .progress import Progress
+
     try:
-        written = publish_site(engine, definitions, out, force=force)
+        with Progress("publish") as meter:  # on a terminal only: files written of the total
+            written = publish_site(engine, definitions, out, force=force, progress=meter.update)
     except SiteFolderError as error:
         fail(str(error))
     except OSError as error:
