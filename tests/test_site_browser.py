@@ -204,3 +204,13 @@ def test_no_page_scrolls_sideways_at_390_px(site):
         shot = ARTIFACTS / f"site-{page}-390px.png"
         done = _chromium(site / f"{page}.html", f"--screenshot={shot}", "--window-size=390,844")
         assert done.returncode == 0 and shot.stat().st_size > 5_000
+
+
+def test_the_figures_filters_and_sort_live_in_the_address(site):
+    """A filtered, sorted view of figures.html can be shared: the fragment holds the filters and the sort."""
+    url = (site / "figures.html").as_uri() + "#hardware=ultra&tps=%3E50&sort=tps&dir=desc"
+    dom = _load_url(url, ARTIFACTS / "site-figures-filtered.png")
+    assert "of 3 (filtered from 16)" in dom  # 125.5, 94.27 and 66 on the M2 Ultra, dom[dom.find('id="status"'):][:300]
+    body = dom.split("<tbody>")[1]
+    assert body.index("125.50") < body.index("94.27") < body.index("66.00")  # sorted by tokens/s, fastest first
+    assert 'aria-sort="descending"><button type="button">tokens/s' in dom

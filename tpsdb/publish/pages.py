@@ -44,8 +44,9 @@ FIGURES = DataPage(
     name="figures",
     title="All accepted figures",
     intro="Every current, validated figure with its conditions. Click a header to sort; type in the boxes under "
-          "the headers to filter (numbers accept >, <, >= and <=, e.g. >50). Each source cell links to the "
-          "figure's own address.",
+          "the headers to filter (numbers accept >, <, >= and <=, e.g. >50); the address keeps the filters and "
+          "the sort, to share or bookmark. Each source cell links to the figure's own address; each machine and "
+          "model to its page.",
     sql="""SELECT measurement_id, hardware, model, quantization, software, software_version, phase, prompt_tokens,
                   generated_tokens, context_depth, users, figure, nature, tokens_per_second, memory_bandwidth_gbs,
                   COALESCE(source_title, source_home_url), retrieved_at, source_url
@@ -104,6 +105,26 @@ _SCRIPT = r"""
     }
     return function (v) { return v !== null && (isNum ? String(v) : v).toLowerCase().indexOf(expr) >= 0; };
   }
+  // The filters and the sort live in the address (#hardware=M2&tps=>50&sort=tps&dir=desc), so a filtered view can
+  // be shared or bookmarked; the fragment is never sent to a server and works from file://.
+  var boxes = table.querySelectorAll("thead input");
+  function remember() {
+    var params = new URLSearchParams();
+    boxes.forEach(function (box, i) { if (box.value.trim()) params.set(cols[i].key, box.value.trim()); });
+    if (sortCol >= 0) { params.set("sort", cols[sortCol].key); params.set("dir", sortDir > 0 ? "asc" : "desc"); }
+    var hash = params.toString();
+    if (("#" + hash) !== location.hash && !(hash === "" && location.hash === ""))
+      history.replaceState(null, "", hash ? "#" + hash : location.pathname + location.search);
+  }
+  function recall() {
+    var params = new URLSearchParams(location.hash.slice(1));
+    boxes.forEach(function (box, i) { box.value = params.get(cols[i].key) || ""; });
+    sortCol = -1;
+    cols.forEach(function (c, i) { if (c.key === params.get("sort")) sortCol = i; });
+    sortDir = params.get("dir") === "asc" ? 1 : -1;
+    table.querySelectorAll("thead th").forEach(function (th, j) {
+      th.setAttribute("aria-sort", j === sortCol ? (sortDir > 0 ? "ascending" : "descending") : "none"); });
+  }
   function refilter() {
     var tests = [];
     table.querySelectorAll("thead input").forEach(function (box, i) {
@@ -147,6 +168,7 @@ _SCRIPT = r"""
       "; page " + (page + 1) + " of " + pages : "No row matches the filters (" + rows.length + " in all).";
     document.getElementById("prev").disabled = page === 0;
     document.getElementById("next").disabled = page >= pages - 1;
+    remember();
   }
   table.querySelectorAll("thead th button").forEach(function (button, i) {
     button.addEventListener("click", function () {
@@ -162,7 +184,9 @@ _SCRIPT = r"""
   });
   document.getElementById("prev").addEventListener("click", function () { page--; draw(); });
   document.getElementById("next").addEventListener("click", function () { page++; draw(); });
-  draw();
+  window.addEventListener("hashchange", function () { recall(); refilter(); });
+  recall();
+  if (location.hash.length > 1) refilter(); else draw();
 })();
 """
 
