@@ -790,3 +790,18 @@ def test_quote_headers_survive_hostile_snapshots():
         body = "[" * depth + json.dumps(table) + "]" * depth
         assert _parse(body.encode()) == ({"| 1 |": "| a |"} if depth < 1000 else {})
     assert _parse(json.dumps([table, "| b |\n|---|\n| 1 |"]).encode()) == {}
+
+
+def test_charts_name_their_points_and_mark_the_ideal_gain():
+    """Issue 20: the reader sees which machine a point is and what a speed-up is compared against."""
+    from tpsdb.publish.charts import short_name
+
+    assert short_name("Apple M2 Ultra (76-core GPU)") == "M2 Ultra 76c" and short_name(SPARK) == "DGX Spark"
+    points = [{"label": ULTRA, "bandwidth_gbs": 800, "tokens_per_second": 94.27, "bandwidth_kind": "vendor"},
+              {"label": SPARK, "bandwidth_gbs": 273, "tokens_per_second": 24.5, "bandwidth_kind": "relayed"}]
+    svg, _ = chart_svg({"type": "bandwidth", "read_gb": 3.79, "title": "t", "points": points})
+    assert "1 M2 Ultra 76c" in svg and "2 DGX Spark" in svg
+    svg, _ = chart_svg({"type": "speedup", "baseline": "F16", "formats": ["Q8_0", "Q4_0"], "title": "t",
+                        "ideal": {"Q8_0": 13.48 / 7.16, "Q4_0": 13.48 / 3.79},
+                        "rows": [{"label": ULTRA, "speedups": {"Q8_0": 1.76, "Q4_0": 2.9}}]})
+    assert "ideal Q8_0: ×1.88" in svg and "ideal Q4_0: ×3.56" in svg
