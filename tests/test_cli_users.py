@@ -119,3 +119,23 @@ def test_ingest_says_where_figures_on_another_file_show(tmp_path, small_db):
     assert "tpsdb compare" in done.stderr
     shown = run_cli("compare", "--hardware", "nvidia geforce rtx 4090", "--model", "llama 2 7b", db=small_db).stdout
     assert "152.93 ± 0.12  generation  Q4_0 (3.82)" in shown
+
+
+def test_validate_into_a_closed_pipe_blames_no_input_file(tmp_path, record):
+    """`tpsdb validate FILE | head -1`: the reader stopping early is not a broken input file (first-use review, M8)."""
+    import os
+    import subprocess
+    import sys
+
+    from conftest import ROOT
+
+    bad = []
+    for i in range(3000):
+        r = json.loads(json.dumps(record))
+        r["quantization"], r["software"]["options"]["run"] = "4-bit", i
+        bad.append(r)
+    path = write_jsonl(tmp_path / "bad.jsonl", bad)
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run(f"{sys.executable} -m tpsdb validate {path} --db {tmp_path / 'none.sqlite'} | head -1",
+                          shell=True, capture_output=True, text=True, env=env, timeout=120)
+    assert done.stdout.count("\n") == 1 and "Broken pipe" not in done.stderr and "bad.jsonl: " not in done.stderr

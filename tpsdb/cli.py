@@ -197,6 +197,8 @@ def validate_cmd(
         except RecordFileError as error:
             unreadable += 1
             typer.echo(f"error: {error}", err=True)
+        except BrokenPipeError:  # the reader of our output stopped (`| head`): not the input file's fault
+            raise
         except OSError as error:
             unreadable += 1
             typer.echo(f"error: {os_error_text(error, path)}", err=True)
