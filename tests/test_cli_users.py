@@ -139,3 +139,11 @@ def test_validate_into_a_closed_pipe_blames_no_input_file(tmp_path, record):
     done = subprocess.run(f"{sys.executable} -m tpsdb validate {path} --db {tmp_path / 'none.sqlite'} | head -1",
                           shell=True, capture_output=True, text=True, env=env, timeout=120)
     assert done.stdout.count("\n") == 1 and "Broken pipe" not in done.stderr and "bad.jsonl: " not in done.stderr
+
+
+def test_export_out_writes_the_same_bytes_as_standard_output(tmp_path, small_db):
+    """--out names where output goes, as for tables, publish and export-seed (issue 20: one meaning for --out)."""
+    out = tmp_path / "figures.csv"
+    done = run_cli("export", "--format", "csv", "--out", str(out), db=small_db)
+    assert done.stdout == "" and f"wrote 3 figures in {out}" in done.stderr
+    assert out.read_text(encoding="utf-8") == run_cli("export", "--format", "csv", db=small_db).stdout

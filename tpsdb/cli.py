@@ -338,18 +338,29 @@ def export(
                                              "column.")] = False,
     all_statuses: Annotated[bool, typer.Option("--all", help="Include superseded and withdrawn figures "
                                                "(default: active only).")] = False,
+    out: Annotated[Optional[Path], typer.Option("--out", metavar="FILE", help="Write this file (whole, or not at "
+                                                "all) instead of standard output.")] = None,
     db_url: DbOption = None,
 ) -> None:
-    """Write the measurements as records (format v1) to standard output, in id order.
+    """Write the measurements as records (format v1) to standard output (or --out FILE), in id order.
 
     `export | add` into an empty database then `export` again gives the same bytes.
     """
+    import io
+
     check_choice("--format", fmt, EXPORT_FORMATS)
     engine = open_db(db_url)
+    stream = sys.stdout if out is None else io.StringIO()
     try:
-        export_records(engine, sys.stdout, fmt, rejections=rejections, include_inactive=all_statuses)
+        count = export_records(engine, stream, fmt, rejections=rejections, include_inactive=all_statuses)
     except ExportError as error:
-        fail(str(error))
+        fail(str(error) + ("" if out is None else f"; {out} was not written"))
+    if out is not None:
+        try:
+            write_atomic(out, stream.getvalue())  # a reader never sees half a file
+        except OSError as error:
+            fail(os_error_text(error, out))
+        typer.echo(f"wrote {count} {'rejections' if rejections else 'figures'} in {out}", err=True)
 
 
 @app.command()
