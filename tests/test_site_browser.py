@@ -163,6 +163,8 @@ def test_datasette_views_open_on_the_columns_a_reader_needs_first(served):
     assert re.search(r'<th [^>]*style="display: none;"[^>]*data-column="bandwidth_quote"', full) or \
         re.search(r'<th [^>]*data-column="bandwidth_quote"[^>]*style="display: none;"', full)
     assert not re.search(r'<th [^>]*data-column="tokens_per_second"[^>]*style="display: none;"', full)
+    order = re.findall(r'<th [^>]*data-column="([a-z_]+)"', full)
+    assert order[:6] == ["measurement_id", "hardware", "model", "quantization", "phase", "tokens_per_second"]
     assert re.search(r'<th [^>]*data-column="hardware"', doms["rejection_full"])
     asked = _load_url(f"{base}/{name}/measurement_full?_col=hardware", ARTIFACTS / "datasette-view-asked.png")
     assert 'class="tpsdb-columns"' not in asked  # a URL that names its columns is left as asked
