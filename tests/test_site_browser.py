@@ -166,6 +166,8 @@ def test_datasette_views_open_on_the_columns_a_reader_needs_first(served):
     order = re.findall(r'<th [^>]*data-column="([a-z_]+)"', full)
     assert order[:6] == ["measurement_id", "hardware", "model", "quantization", "phase", "tokens_per_second"]
     assert re.search(r'<th [^>]*data-column="hardware"', doms["rejection_full"])
+    home = _load_url(f"{base}/", ARTIFACTS / "datasette-view-home.png")
+    assert f'<a href="/{name}/measurement_full?phase=generation">Start here: every accepted figure' in home
     asked = _load_url(f"{base}/{name}/measurement_full?_col=hardware", ARTIFACTS / "datasette-view-asked.png")
     assert 'class="tpsdb-columns"' not in asked  # a URL that names its columns is left as asked
 
