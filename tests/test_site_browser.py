@@ -218,3 +218,4 @@ def test_the_figures_filters_and_sort_live_in_the_address(site):
     body = dom.split("<tbody>")[1]
     assert body.index("125.50") < body.index("94.27") < body.index("66.00")  # sorted by tokens/s, fastest first
     assert 'aria-sort="descending"><button type="button">tokens/s' in dom
+    assert '<a href="machine-apple-m2-ultra-76-core-gpu.html">Apple M2 Ultra (76-core GPU)</a>' in body  # its page

@@ -82,7 +82,7 @@ DATA_PAGES = (FIGURES, REJECTIONS)
 _SCRIPT = r"""
 (function () {
   var data = JSON.parse(document.getElementById("rows").textContent);
-  var cols = data.columns, strings = data.strings, values = data.values, PAGE = 100, pages = data.pages || {};
+  var cols = data.columns, strings = data.strings, values = data.values, PAGE = 100, entityPages = data.pages || {};
   var linkAt = cols.length;  // the last column of values: each row's permalink
   var rows = new Array(data.count);  // a row is its number: its values are values[column][row]
   for (var r = 0; r < rows.length; r++) rows[r] = r;
@@ -155,8 +155,8 @@ _SCRIPT = r"""
           var url = value(row, linkAt);
           if (/^https?:\/\//i.test(url)) { var a = document.createElement("a"); a.href = url;
             a.textContent = short(v || url); a.title = url; td.appendChild(a); } else td.textContent = v || "";
-        } else if (pages[i] && values[i][row] !== null && pages[i][values[i][row]]) {
-          var p = document.createElement("a"); p.href = pages[i][values[i][row]]; p.textContent = v; td.appendChild(p);
+        } else if (entityPages[i] && values[i][row] !== null && entityPages[i][values[i][row]]) {
+          var p = document.createElement("a"); p.href = entityPages[i][values[i][row]]; p.textContent = v; td.appendChild(p);
         } else { td.textContent = v === null ? "" : v; if (v && v.length > 60) td.title = v; }
         tr.appendChild(td);
       });
