@@ -131,7 +131,9 @@ def test_validate_and_add_use_the_reference_bandwidth_for_the_ceiling(tmp_path, 
     path = write_jsonl(tmp_path / "fast.jsonl", [record])
     result = run_cli("validate", str(path), db=seeded, check=False)
     assert result.returncode == 1 and "tokens_per_second: above_ceiling: 250 > 211.08" in result.stdout
-    assert run_cli("validate", str(path), "--db", str(tmp_path / "absent.sqlite"), check=False).returncode == 0
+    # no database there: the reference data `init` loads gives the same answer (first-use review, M6)
+    absent = run_cli("validate", str(path), "--db", str(tmp_path / "absent.sqlite"), check=False)
+    assert absent.returncode == 1 and absent.stdout == result.stdout
     assert not (tmp_path / "absent.sqlite").exists()
     assert "1 rejections added" in run_cli("add", str(path), db=seeded, check=False).stdout
 
@@ -151,7 +153,7 @@ def test_large_files_are_validated_in_worker_processes_with_the_same_results(tmp
     records.insert(n // 2, bad)
     path = write_jsonl(tmp_path / "big.jsonl", records)
     assert path.stat().st_size > PARALLEL_MIN_BYTES
-    checked = run_cli("validate", str(path), check=False)
+    checked = run_cli("validate", str(path), db=empty_db, check=False)  # against the database add stores into
     assert checked.returncode == 1
     assert checked.stdout == f'{path}:{n // 2 + 1}: quantization: not a named format ("4-bit")\n'
     added = run_cli("add", str(path), db=empty_db, check=False, subprocess=True)  # its workers forked from a tpsdb

@@ -259,7 +259,8 @@ def test_d13_validate_and_add_agree_on_sqlite_and_postgres(case, databases, tmp_
         files[0].write_text(content + "\n" + content + "\n", encoding="utf-8")
         files[1].write_text("[\n" + content + "\n]\n", encoding="utf-8")
 
-    checks = [invoke("validate", str(path)) for path in files]
+    # validate against the database add stores into: what it accepts there, add stores there
+    checks = [invoke("validate", str(path), "--db", str(sqlite_template)) for path in files]
     kind = expected if expected == ACCEPTED else expected[0]
     code = {ACCEPTED: 0, "refused": 1, "error": 2}[kind]
     for path, result in zip(files, checks):

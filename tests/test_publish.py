@@ -355,7 +355,8 @@ def test_every_project_table_renders_on_an_empty_database(tmp_path):
         assert "Held fixed: Model" in header or table.definition.kind == "conformance"  # counts, not figures
     assert chart_svg(tables[0].chart) == (None, "No chart: no measured figure to draw yet.")
     site = publish_site(engine, definitions, tmp_path / "site")
-    assert len(site) == 1 + 4 * len(definitions) + 2  # and figures.html, rejections.html
+    # and figures.html, rejections.html, the machines-and-models page and the three downloads (no machine or model)
+    assert len(site) == 1 + 4 * len(definitions) + 2 + 1 + 3
 
 
 # ----------------------------------------------------------------------------------------- rendering
@@ -468,8 +469,13 @@ def test_cli_tables_publish_and_ceiling(tmp_path):
     (tables_dir / "mine.toml").write_text('kind = "sources"\ntitle = "Mine"\n[fixed]\nhardware = "NVIDIA DGX Spark"\n')
     site = tmp_path / "site"
     run_cli("publish", "--out", str(site), "--tables-dir", str(tables_dir), db=path)
-    assert sorted(p.name for p in site.iterdir()) == [".tpsdb-site", "figures.html", "index.html", "mine.csv", "mine.html", "mine.json",
-                                                      "mine.md", "rejections.html"]
+    names = sorted(p.name for p in site.iterdir())
+    pages = [name for name in names if name.startswith(("machine-", "model-"))]  # a page per machine and model
+    assert [name for name in names if name not in pages] == [
+        ".tpsdb-site", "figures.html", "index.html", "machines-and-models.html", "mine.csv", "mine.html", "mine.json",
+        "mine.md", "rejections.html", "tpsdb-figures.csv", "tpsdb-figures.jsonl", "tpsdb-rejections.jsonl"]
+    assert "machine-nvidia-dgx-spark.html" in pages and all(f'href="{page}"' in (site / "index.html").read_text()
+                                                          for page in pages)
     assert 'href="mine.html"' in (site / "index.html").read_text()
 
     text_out = run_cli("ceiling", "--hardware", SPARK, "--model", "gpt-oss 120B", "--quantization", "MXFP4",
@@ -786,3 +792,18 @@ def test_quote_headers_survive_hostile_snapshots():
         body = "[" * depth + json.dumps(table) + "]" * depth
         assert _parse(body.encode()) == ({"| 1 |": "| a |"} if depth < 1000 else {})
     assert _parse(json.dumps([table, "| b |\n|---|\n| 1 |"]).encode()) == {}
+
+
+def test_charts_name_their_points_and_mark_the_ideal_gain():
+    """Issue 20: the reader sees which machine a point is and what a speed-up is compared against."""
+    from tpsdb.publish.charts import short_name
+
+    assert short_name("Apple M2 Ultra (76-core GPU)") == "M2 Ultra 76c" and short_name(SPARK) == "DGX Spark"
+    points = [{"label": ULTRA, "bandwidth_gbs": 800, "tokens_per_second": 94.27, "bandwidth_kind": "vendor"},
+              {"label": SPARK, "bandwidth_gbs": 273, "tokens_per_second": 24.5, "bandwidth_kind": "relayed"}]
+    svg, _ = chart_svg({"type": "bandwidth", "read_gb": 3.79, "title": "t", "points": points})
+    assert "1 M2 Ultra 76c" in svg and "2 DGX Spark" in svg
+    svg, _ = chart_svg({"type": "speedup", "baseline": "F16", "formats": ["Q8_0", "Q4_0"], "title": "t",
+                        "ideal": {"Q8_0": 13.48 / 7.16, "Q4_0": 13.48 / 3.79},
+                        "rows": [{"label": ULTRA, "speedups": {"Q8_0": 1.76, "Q4_0": 2.9}}]})
+    assert "ideal Q8_0: ×1.88" in svg and "ideal Q4_0: ×3.56" in svg

@@ -1,6 +1,7 @@
-"""The README's examples are tests (issue 9, item 7; first-use finding 2), as sqlite-utils' test_docs.py does:
-every `tpsdb …` line of the README's shell blocks runs, as written, against the default database the first set-up
-command builds (`tpsdb init`, with the seed), and none may fail.
+"""The README's and docs/'s examples are tests (issue 9, item 7; issue 20), as sqlite-utils' test_docs.py does:
+every `tpsdb …` line of their shell blocks runs, as written, against the default database the first set-up
+command builds (`tpsdb init`, with the seed), and none may fail. The README comes first, then docs/*.md by name;
+`tpsdb serve` is the one line left out (a server does not end: tests/test_serve.py runs it).
 
 The README names two files a user brings (`my-figures.jsonl`, `results.sql`): the test puts a valid record and a
 llama-bench SQL output there. `tpsdb refresh` reads the local copies of the threads (tests/fixtures) instead of
@@ -20,13 +21,19 @@ import pytest
 from conftest import ROOT, VALID_RECORD, write_jsonl
 
 README = ROOT / "README.md"
+DOCS = [README, *sorted((ROOT / "docs").glob("*.md"))]
 
 
-def readme_examples() -> list[str]:
-    """Every command starting with `tpsdb ` inside the README's ``` blocks, in order, comments dropped, a line
-    ending in a backslash joined with the next."""
-    lines, inside, continued = [], False, False
-    for line in README.read_text(encoding="utf-8").splitlines():
+def readme_examples(paths: list[Path] | None = None) -> list[str]:
+    """Every command starting with `tpsdb ` inside the ``` blocks of the README and docs/*.md, in order, comments
+    dropped, a line ending in a backslash joined with the next; `tpsdb serve` left out."""
+    return [line for path in (paths or DOCS) for line in _examples(path) if not line.startswith("tpsdb serve")]
+
+
+def _examples(path: Path) -> list[str]:
+    lines: list[str] = []
+    inside, continued = False, False
+    for line in path.read_text(encoding="utf-8").splitlines():
         if line.startswith("```"):
             inside, continued = not inside, False
         elif inside and (continued or line.startswith("tpsdb ")):
@@ -41,7 +48,20 @@ def readme_examples() -> list[str]:
 
 def test_the_readme_has_examples_to_run():
     examples = readme_examples()
-    assert examples[0] == "tpsdb init" and any(e.startswith("tpsdb ceiling") for e in examples)
+    assert any(e.startswith("tpsdb ceiling") for e in examples) and any(e.startswith("tpsdb compare") for e in examples)
+    docs = readme_examples(DOCS[1:])
+    assert any(e.startswith("tpsdb query") for e in docs) and any(e.startswith("tpsdb tables") for e in docs)
+
+
+def test_the_readme_starts_short():
+    """Ten lines to start (issue 20): the two set-up commands first, then the commands that show the data, well
+    under 150 lines in all; the reference lives in docs/."""
+    text = README.read_text(encoding="utf-8")
+    assert len(text.splitlines()) < 150
+    assert text.index("pip install -q -e . && .venv/bin/tpsdb init") < text.index("tpsdb tables machines") \
+        < text.index("tpsdb publish") < text.index("tpsdb ingest")
+    for linked in re.findall(r"\]\((docs/[^)#]+)", text):
+        assert (ROOT / linked).is_file(), linked
 
 
 @pytest.fixture(scope="module")
@@ -63,7 +83,9 @@ def workspace(tmp_path_factory):
 def test_every_readme_example_runs(workspace):
     folder, env = workspace
     failures = []
-    for example in readme_examples():  # in order: `tpsdb init` first builds the default database
+    init = subprocess.run(["tpsdb", "init"], cwd=folder, env=env, capture_output=True, text=True, timeout=180)
+    assert init.returncode == 0, init.stderr  # the README's first set-up command builds the default database
+    for example in readme_examples():
         done = subprocess.run(["bash", "-c", example], cwd=folder, env=env, capture_output=True, text=True,
                               timeout=180)
         if done.returncode != 0:

@@ -29,7 +29,7 @@ HOSTILE = "| 57.12 | <script>document.title='pwned'</script><img src=x onerror=a
 HOSTILE_URL = "javascript:alert(1)"
 VIEWS = ("measurement_full", "rejection_full", "measurement_history", "source_conformance")
 QUERIES = ("fastest_generation", "same_file_across_machines", "share_of_computed_maximum",
-           "version_missing_by_reason", "what_each_source_gives")
+           "version_missing_by_reason", "what_each_source_gives", "machine_and_model")
 
 
 @pytest.fixture(scope="module")

@@ -6,6 +6,8 @@ source text shown as text) and `--screenshot` (kept under tests/artifacts/, one 
 
 from __future__ import annotations
 
+import json
+import re
 import subprocess
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
@@ -76,8 +78,11 @@ def _load(page: Path) -> tuple[Path, str, Path]:
 
 
 def test_every_page_loads_with_its_table_and_chart(site):
-    pages = sorted(site.glob("*.html"))
+    entity_pages = sorted(site.glob("machine-*.html")) + sorted(site.glob("model-*.html"))
+    assert len(entity_pages) == 2 + 3  # a page per machine (DGX Spark, M2 Ultra), per model (Llama 2 7B, gpt-oss)
+    pages = sorted(p for p in site.glob("*.html") if p not in entity_pages and p.name != "machines-and-models.html")
     assert len(pages) == 1 + len(load_definitions()) + 2  # the index, a page per table, figures and rejections
+    pages += [site / "machine-nvidia-dgx-spark.html", site / "model-gpt-oss-20b.html"]
     with ThreadPoolExecutor(max_workers=3) as pool:
         loaded = list(pool.map(_load, pages))
     doms = {page.stem: dom for page, dom, _ in loaded}
@@ -142,3 +147,75 @@ def test_datasette_pages_load_in_chromium(served):
     assert 'class="facet-info' in doms["measurement_full-facet"]
     assert "&lt;script&gt;document.title='pwned'&lt;/script&gt;" in doms["hostile"]
     assert "<script>document.title" not in doms["hostile"]
+
+
+def test_datasette_views_open_on_the_columns_a_reader_needs_first(served):
+    """Issue 20: descriptions folded, the reader's columns shown (the rest a click away), the refused figures named
+    by machine and model."""
+    base, name = served
+    doms = {view: _load_url(f"{base}/{name}/{view}", ARTIFACTS / f"datasette-view-{view}.png")
+            for view in ("measurement_full", "rejection_full")}
+    for view, dom in doms.items():
+        assert '<details><summary>What each column means (' in dom, view
+        assert 'class="tpsdb-columns"' in dom and "columns a reader needs first: show all" in dom, view
+    full = doms["measurement_full"]
+    assert re.search(r'<th [^>]*data-column="tokens_per_second"[^>]*>', full)
+    assert re.search(r'<th [^>]*style="display: none;"[^>]*data-column="bandwidth_quote"', full) or \
+        re.search(r'<th [^>]*data-column="bandwidth_quote"[^>]*style="display: none;"', full)
+    assert not re.search(r'<th [^>]*data-column="tokens_per_second"[^>]*style="display: none;"', full)
+    order = re.findall(r'<th [^>]*data-column="([a-z_]+)"', full)
+    assert order[:6] == ["measurement_id", "hardware", "model", "quantization", "phase", "tokens_per_second"]
+    assert re.search(r'<th [^>]*data-column="hardware"', doms["rejection_full"])
+    home = _load_url(f"{base}/", ARTIFACTS / "datasette-view-home.png")
+    assert f'<a href="/{name}/measurement_full?phase=generation">Start here: every accepted figure' in home
+    asked = _load_url(f"{base}/{name}/measurement_full?_col=hardware", ARTIFACTS / "datasette-view-asked.png")
+    assert 'class="tpsdb-columns"' not in asked  # a URL that names its columns is left as asked
+
+
+_MEASURE = """<!doctype html><meta charset="utf-8"><title>widths</title><div id="out"></div>
+<script>
+var pages = PAGES, out = document.getElementById("out");
+pages.forEach(function (page) {
+  var frame = document.createElement("iframe");
+  frame.style.width = "390px"; frame.style.height = "844px"; frame.style.border = "0";
+  frame.onload = function () {
+    var root = frame.contentDocument.documentElement, line = document.createElement("p");
+    line.className = "width"; line.textContent = page + " " + root.scrollWidth + " " + root.clientWidth;
+    out.appendChild(line);
+  };
+  frame.src = page; document.body.appendChild(frame);
+});
+</script>"""
+
+
+def test_no_page_scrolls_sideways_at_390_px(site):
+    """Issue 20: at a phone's width (390 px) no page is wider than the screen: tables scroll inside their box, long
+    addresses and quotes wrap. Each page is measured in a 390 px frame of one page (file:// pages may read each
+    other with --allow-file-access-from-files), its scrollWidth against its clientWidth."""
+    pages = sorted(p.name for p in site.glob("*.html"))
+    probe = site / "_widths.html"
+    probe.write_text(_MEASURE.replace("PAGES", json.dumps(pages)), encoding="utf-8")
+    try:
+        result = _chromium(probe, "--allow-file-access-from-files", "--virtual-time-budget=20000", "--dump-dom")
+    finally:
+        probe.unlink()
+    assert result.returncode == 0, result.stderr[-2000:]
+    widths = {m[0]: (int(m[1]), int(m[2])) for m in re.findall(r'<p class="width">(\S+) (\d+) (\d+)</p>', result.stdout)}
+    assert set(widths) == set(pages), set(pages) - set(widths)
+    wide = {page: w for page, w in widths.items() if w[0] > w[1]}
+    assert not wide, f"pages wider than 390 px (scrollWidth, clientWidth): {wide}"
+    for page in ("index", "machine-nvidia-dgx-spark", "model-gpt-oss-20b", "concurrency"):
+        shot = ARTIFACTS / f"site-{page}-390px.png"
+        done = _chromium(site / f"{page}.html", f"--screenshot={shot}", "--window-size=390,844")
+        assert done.returncode == 0 and shot.stat().st_size > 5_000
+
+
+def test_the_figures_filters_and_sort_live_in_the_address(site):
+    """A filtered, sorted view of figures.html can be shared: the fragment holds the filters and the sort."""
+    url = (site / "figures.html").as_uri() + "#hardware=ultra&tps=%3E50&sort=tps&dir=desc"
+    dom = _load_url(url, ARTIFACTS / "site-figures-filtered.png")
+    assert "of 3 (filtered from 16)" in dom  # 125.5, 94.27 and 66 on the M2 Ultra, dom[dom.find('id="status"'):][:300]
+    body = dom.split("<tbody>")[1]
+    assert body.index("125.50") < body.index("94.27") < body.index("66.00")  # sorted by tokens/s, fastest first
+    assert 'aria-sort="descending"><button type="button">tokens/s' in dom
+    assert '<a href="machine-apple-m2-ultra-76-core-gpu.html">Apple M2 Ultra (76-core GPU)</a>' in body  # its page

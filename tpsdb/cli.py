@@ -23,10 +23,11 @@ from .cli_common import EXIT_CODES, DbOption, FilesArgument, TableOrJson, check_
 from .export import FORMATS as EXPORT_FORMATS, ExportError, export as export_records
 from .query import DEFAULT_LIMIT, DEFAULT_TIMEOUT, Limited, QueryError, render, run_readonly, write
 from .record import RecordFileError
-from .reference import ReferenceError, load_reference, stored_facts
+from .reference import ReferenceError, load_reference, reference_facts, stored_facts
 from .reference import bandwidths as stored_bandwidths_of
 from .reference import models as stored_models_of
 from .output import os_error_text, write_atomic
+from .progress import Progress
 from .store import Busy, Store, lock_for_writing
 from .summary import summary_text
 
@@ -37,6 +38,7 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
     rich_markup_mode=None,  # help texts are plain: rich markup would eat `[[hardware]]`
+    context_settings={"help_option_names": ["-h", "--help"]},  # every command, as most tools take it
 )
 
 
@@ -169,7 +171,8 @@ def validate_cmd(
     db_url: Annotated[
         Optional[str], typer.Option("--db", metavar="URL", help="Database whose hardware bandwidths feed the "
                                     "ceiling check. Default: $TPSDB_DATABASE_URL, else data/tpsdb.sqlite; "
-                                    "none there: no ceiling check.")
+                                    "none there: the reference data `tpsdb init` loads (data/reference), so a "
+                                    "record gets the same answer with or without a database.")
     ] = None,
 ) -> None:
     """Check records without storing them. Prints every rejected record as FILE:LINE: reasons (JSONL; FILE[N] for
@@ -178,7 +181,7 @@ def validate_cmd(
 
     Exit status: 0 every record accepted, 1 some rejected, 2 a file or line could not be read.
     """
-    bandwidths, models = stored_facts(db_url) or ({}, {})
+    bandwidths, models = stored_facts(db_url) or reference_facts()
     rejected = total = unreadable = 0
     for path in files:
         try:
@@ -194,6 +197,8 @@ def validate_cmd(
         except RecordFileError as error:
             unreadable += 1
             typer.echo(f"error: {error}", err=True)
+        except BrokenPipeError:  # the reader of our output stopped (`| head`): not the input file's fault
+            raise
         except OSError as error:
             unreadable += 1
             typer.echo(f"error: {os_error_text(error, path)}", err=True)
@@ -224,7 +229,8 @@ def add(
     """
     engine = open_db(db_url)
     counts: Counter = Counter()
-    with Session(engine) as session:
+    meter = Progress("add")  # on a terminal only
+    with Session(engine) as session, meter:
         try:
             lock_for_writing(session, timeout)  # before anything is read: a concurrent add's rows are then seen
         except Busy as error:
@@ -241,8 +247,8 @@ def add(
                     counts[result.outcome] += 1
                     if result.reasons:  # as validate prints them, with the reasons only the database knows
                         typer.echo(_reasons_line(read.where, result.reasons))
-                    if index % 20000 == 0:
-                        typer.echo(f"{path}: {index} records", err=True)
+                    if index % 1000 == 0:
+                        meter.say(f"{path}: {index} records")
             store.flush()
             session.commit()
         except RecordFileError as error:
@@ -260,6 +266,56 @@ def add(
             gc.enable()
     typer.echo(_stored_line(counts))
     raise typer.Exit(_stored_code(counts))
+
+
+@app.command()
+def withdraw(
+    measurement_id: Annotated[int, typer.Argument(metavar="ID", help="The figure's id (measurement_id; `tpsdb "
+                                                  "compare` and the site's pages show it).")],
+    why: Annotated[str, typer.Option("--why", metavar="TEXT", help='Why it is withdrawn, e.g. "wrong machine" '
+                                     "(required).")],
+    db_url: DbOption = None,
+    timeout: TimeoutOption = 60,
+) -> None:
+    """Withdraw a figure you added (add, ingest) that is wrong. Nothing is deleted: the figure keeps its row with
+    status withdrawn (measurement_history shows it), and the withdrawal table keeps why and when. Tables, the site
+    and compare show active figures only.
+
+    A figure of a source that `tpsdb refresh` reads (a file in sources/) is refused: the next refresh would read it
+    again; correct the source instead. Exit status: 0 withdrawn, 2 refused (nothing changed).
+    """
+    from datetime import datetime, timezone
+
+    from .models import Measurement, Source, Status, Withdrawal
+    from .record import MAX_NAME_BYTES, _check_name
+
+    why = why.strip()
+    problems: list[str] = []
+    _check_name(why, "--why", problems)  # a name's rule: one line, no control character, at most 500 bytes
+    if not why or problems:
+        fail(f"--why: give a reason on one line, at most {MAX_NAME_BYTES} bytes (e.g. --why \"wrong machine\")")
+    engine = open_db(db_url)
+    with Session(engine) as session:
+        try:
+            lock_for_writing(session, timeout)
+        except Busy as error:
+            fail(f"{db.name_of(engine)}: {error}", code=3)
+        figure = session.get(Measurement, measurement_id)
+        if figure is None:
+            fail(f"figure {measurement_id}: no such measurement in {db.name_of(engine)}")
+        if figure.status != Status.active:
+            fail(f"figure {measurement_id}: already {figure.status}; nothing changed")
+        source = session.get(Source, figure.source_id)
+        if source is not None and source.key:
+            fail(f"figure {measurement_id} comes from {source.key} ({source.url}), which `tpsdb refresh` reads: the "
+                 "next refresh would read it again; nothing changed")
+        figure.status = Status.withdrawn
+        session.add(figure)
+        session.add(Withdrawal(measurement_id=measurement_id, why=why,
+                               withdrawn_at=datetime.now(timezone.utc).isoformat(timespec="seconds")))
+        session.commit()
+        typer.echo(f"withdrew figure {measurement_id} ({figure.tokens_per_second:g} tokens/s, from "
+                   f"{figure.source_url}): {why}; kept in the history (measurement_history, status withdrawn)")
 
 
 def _stored_line(counts: Counter) -> str:
@@ -282,18 +338,29 @@ def export(
                                              "column.")] = False,
     all_statuses: Annotated[bool, typer.Option("--all", help="Include superseded and withdrawn figures "
                                                "(default: active only).")] = False,
+    out: Annotated[Optional[Path], typer.Option("--out", metavar="FILE", help="Write this file (whole, or not at "
+                                                "all) instead of standard output.")] = None,
     db_url: DbOption = None,
 ) -> None:
-    """Write the measurements as records (format v1) to standard output, in id order.
+    """Write the measurements as records (format v1) to standard output (or --out FILE), in id order.
 
     `export | add` into an empty database then `export` again gives the same bytes.
     """
+    import io
+
     check_choice("--format", fmt, EXPORT_FORMATS)
     engine = open_db(db_url)
+    stream = sys.stdout if out is None else io.StringIO()
     try:
-        export_records(engine, sys.stdout, fmt, rejections=rejections, include_inactive=all_statuses)
+        count = export_records(engine, stream, fmt, rejections=rejections, include_inactive=all_statuses)
     except ExportError as error:
-        fail(str(error))
+        fail(str(error) + ("" if out is None else f"; {out} was not written"))
+    if out is not None:
+        try:
+            write_atomic(out, stream.getvalue())  # a reader never sees half a file
+        except OSError as error:
+            fail(os_error_text(error, out))
+        typer.echo(f"wrote {count} {'rejections' if rejections else 'figures'} in {out}", err=True)
 
 
 @app.command()
@@ -404,8 +471,10 @@ def refresh(
         fail("name the sources to refresh, or pass --due (see `tpsdb sources`)")
     engine = open_db(db_url)
     keys = _pick(specs, names or []) if names else due_sources(engine, specs)
+    meter = Progress("refresh")
     _run_sources(engine, keys, lambda key: refresh_source(engine, specs[key], session_factory=_http_session,
-                                                          progress=_progress), as_json=fmt == "json", wait=wait)
+                                                          progress=meter.say), as_json=fmt == "json", wait=wait,
+                 meter=meter)
     if not keys and fmt != "json":
         typer.echo("no source is due")
 
@@ -430,15 +499,12 @@ def load(
         fail("name the sources to load, or pass --seeded (every source file with a [seed] table)")
     keys = _pick(specs, names) if names else [key for key, spec in specs.items() if has_seed(spec)]
     engine = open_db(db_url)
-    _run_sources(engine, keys, lambda key: load_source(engine, specs[key], shared, progress=_progress),
-                 as_json=fmt == "json", wait=False)
+    meter = Progress("load")
+    _run_sources(engine, keys, lambda key: load_source(engine, specs[key], shared, progress=meter.say),
+                 as_json=fmt == "json", wait=False, meter=meter)
 
 
-def _progress(message: str) -> None:
-    typer.echo(message, err=True)
-
-
-def _run_sources(engine, keys: list[str], run_one, *, as_json: bool, wait: bool) -> None:
+def _run_sources(engine, keys: list[str], run_one, *, as_json: bool, wait: bool, meter: Progress) -> None:
     """Run one source after another under the database's refresh lock; print; exit 1 if one failed."""
     from .refresh import RefreshBusy, RefreshLockError, refresh_lock
 
@@ -447,6 +513,7 @@ def _run_sources(engine, keys: list[str], run_one, *, as_json: bool, wait: bool)
         with refresh_lock(engine, wait):
             for key in keys:
                 summaries.append(run_one(key))
+                meter.close()  # the progress line gives way to the source's summary
                 if not as_json:
                     typer.echo(_summary_line(summaries[-1]))
     except RefreshBusy as error:
@@ -489,7 +556,8 @@ def reparse(
     specs = _specs(sources_dir)
     engine = open_db(db_url)
     keys = _pick(specs, names) if names else list(specs)
-    _run_sources(engine, keys, lambda key: reparse_source(engine, specs[key], progress=_progress),
+    meter = Progress("reparse")
+    _run_sources(engine, keys, lambda key: reparse_source(engine, specs[key], progress=meter.say), meter=meter,
                  as_json=fmt == "json", wait=True)
 
 
@@ -523,7 +591,7 @@ def ingest(
                                                     "measured on (default: the device the file names).")] = None,
     model: Annotated[Optional[str], typer.Option("--model", metavar="NAME", help='The model measured, e.g. "Llama 2 '
                                                  '7B" (default: llama-bench\'s type label, e.g. "llama 7B").')] = None,
-    fmt: Annotated[Optional[str], typer.Option("--input-format", "--format", metavar="FORMAT",
+    fmt: Annotated[Optional[str], typer.Option("--input-format", metavar="FORMAT",
                                                help="Read the files as json, jsonl, csv, sql or md (default: from "
                                                "the file name, else the content).")] = None,
     retrieved_at: Annotated[Optional[str], typer.Option("--retrieved-at", metavar="DATE",
@@ -550,11 +618,12 @@ def ingest(
         typer.echo(_reasons_line(where, reasons))
 
     try:
-        with Session(engine) as session:
+        with Session(engine) as session, Progress("ingest") as meter:
             try:
                 lock_for_writing(session, timeout)
             except Busy as error:
                 fail(f"{db.name_of(engine)}: {error}", code=3)
+            meter.say(f"reading {len(files)} file{'s' if len(files) != 1 else ''}", final=True)
             counts = ingest_files(session, files, source_url=source_url, hardware=hardware, fmt=fmt,
                                   retrieved_at=retrieved_at, published_at=published_at, model=model,
                                   on_rejected=rejected,
@@ -565,8 +634,37 @@ def ingest(
     for reason, hint in _INGEST_HINTS.items():
         if reason in reasons_seen:
             typer.echo(f"hint: {hint}", err=True)
+    for note in _other_file_notes(engine, source_url):
+        typer.echo(f"note: {note}", err=True)
     typer.echo(_stored_line(counts))
     raise typer.Exit(_stored_code(counts))
+
+
+# A file llama-bench measured whose size differs from the one the reference cites for that model and format: the
+# tables hold the cited file fixed, so the user is told where such figures show (first-use review, H3).
+_OTHER_FILE = """
+SELECT DISTINCT mo.name AS model, f.quantization, f.size_bytes / 1e9 AS size_gb, c.size_bytes / 1e9 AS cited_gb
+FROM measurement m
+JOIN model_file f ON f.id = m.model_file_id
+JOIN model mo ON mo.id = f.model_id
+JOIN model_file c ON c.model_id = f.model_id AND c.quantization = f.quantization AND c.id <> f.id
+                  AND c.size_quote IS NOT NULL
+JOIN source s ON s.id = m.source_id
+WHERE m.status = 'active' AND f.size_quote IS NULL AND s.url = :url
+ORDER BY mo.name, f.quantization
+"""
+
+
+def _other_file_notes(engine, source_url: str) -> list[str]:
+    from sqlalchemy import text
+
+    from .store import source_home
+
+    with engine.connect() as conn:
+        rows = conn.execute(text(_OTHER_FILE), {"url": source_home(source_url)}).all()
+    return [f"{r.model} {r.quantization}: these figures record a {r.size_gb:.2f} GB file, not the {r.cited_gb:.2f} GB "
+            "file the reference cites and the tables hold fixed; they show in `tpsdb compare`, on the site's machine "
+            "and model pages and in figures.html, not in the tables of that file" for r in rows]
 
 
 _INGEST_HINTS = {
@@ -591,8 +689,10 @@ def import_cmd(
     specs = _specs(sources_dir)
     engine = open_db(db_url)
     try:
-        with Session(engine) as session:
+        with Session(engine) as session, Progress("import") as meter:
+            meter.say(f"reading {file}", final=True)
             report = import_tokatlas(session, file, specs)
+            meter.say(f"storing {report.figures} figures", final=True)
             session.commit()
     except PeerFileError as error:
         fail(f"{error}; nothing was stored")
@@ -604,7 +704,9 @@ def import_cmd(
         typer.echo(f"{len(report.duplicate_ids)} ids occur more than once, every record kept (slots ~2, ~3…): "
                    + shown)
     typer.echo(_stored_line(report.outcomes))
-    raise typer.Exit(_stored_code(report.outcomes))
+    # A peer's figures that lack a condition are its nature, not an error: only new rejections exit 1, and an
+    # import of nothing new exits 0 (first-use review, L4).
+    raise typer.Exit(1 if report.outcomes["rejected"] else 0)
 
 
 @app.command()

@@ -28,7 +28,8 @@ EXIT_CODES = """Exit codes (every command):
 
 \b
   0  done; every record accepted
-  1  some records rejected (add, ingest, validate), or a source failed (refresh, reparse)
+  1  some records rejected (add, ingest, validate; import: new ones), a source failed (refresh, reparse),
+     or nothing measured (compare)
   2  error, nothing stored: bad input, a bad option, a file or database that cannot be used
   3  busy: another process holds the database's write or refresh lock
   4  internal error (a bug): rerun with --debug and report it"""

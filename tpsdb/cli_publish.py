@@ -87,8 +87,11 @@ def publish(
     engine = open_db(db_url)
     from .publish.site import SiteFolderError, publish_site
 
+    from .progress import Progress
+
     try:
-        written = publish_site(engine, definitions, out, force=force)
+        with Progress("publish") as meter:  # on a terminal only: files written of the total
+            written = publish_site(engine, definitions, out, force=force, progress=meter.update)
     except SiteFolderError as error:
         fail(str(error))
     except OSError as error:
@@ -132,8 +135,41 @@ def ceiling(
         typer.echo(ceiling_logic.format_text(results))
 
 
+def compare(
+    hardware: Annotated[str, typer.Option("--hardware", metavar="NAME", help='Hardware name, e.g. "NVIDIA DGX '
+                                          'Spark" (any case).')],
+    model: Annotated[str, typer.Option("--model", metavar="NAME", help='Model name, e.g. "Llama 2 7B" (any case).')],
+    quantization: Annotated[Optional[str], typer.Option("--quantization", metavar="FORMAT", help="Only this format "
+                                                        "(default: every format measured).")] = None,
+    fmt: Annotated[str, typer.Option("--format", metavar="FORMAT", help="text or json.")] = "text",
+    db_url: DbOption = None,
+) -> None:
+    """What a model does on a machine: every accepted measured figure with its conditions and source, ranked
+    (generation first, one user first, fastest first), and the computed maximum of each file, labelled calc.
+
+    Exit status: 0 figures found, 1 nothing measured for that model on that machine (the machines that have figures
+    for it are listed), 2 an unknown name (with the closest names).
+    """
+    check_choice("--format", fmt, ("text", "json"))
+    engine = open_db(db_url)
+    from .publish import ceiling as ceiling_logic
+    from .publish import compare as compare_logic
+
+    with Session(engine) as session:
+        try:
+            result = compare_logic.compare(session, hardware, model, quantization)
+        except ceiling_logic.CeilingError as error:
+            fail(str(error))
+    if fmt == "json":
+        typer.echo(json.dumps(compare_logic.as_json(result), ensure_ascii=False, indent=1))
+    else:
+        typer.echo(compare_logic.format_text(result))
+    raise typer.Exit(0 if result.figures else 1)
+
+
 def register(app: typer.Typer) -> None:
-    """Add `tables`, `publish` and `ceiling` to the main command line."""
+    """Add `tables`, `publish`, `ceiling` and `compare` to the main command line."""
     app.command("tables")(tables)
     app.command("publish")(publish)
     app.command("ceiling")(ceiling)
+    app.command("compare")(compare)

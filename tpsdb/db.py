@@ -18,7 +18,7 @@ from . import config
 
 # The newest migration under migrations/versions/. Every command checks the database against it, so it is written
 # here rather than read through Alembic, whose import alone costs each command ~0.15 s; a test holds the two equal.
-SCHEMA_REVISION = "0004_ceiling"
+SCHEMA_REVISION = "0005_users"
 
 # Tables in foreign-key order: the seed is written and loaded in this order.
 SEED_TABLES = ("source", "hardware", "model", "model_file", "software", "post", "measurement", "rejection")
@@ -160,7 +160,7 @@ def head_revision(engine: Engine) -> str | None:
 
 
 def _known_revision(revision: str) -> bool:
-    return any(config.MIGRATIONS_DIR.glob(f"versions/{glob_escape(revision)}_*.py"))
+    return any(any(config.MIGRATIONS_DIR.glob(f"versions/{glob_escape(revision)}{tail}")) for tail in ("_*.py", ".py"))
 
 
 def revision_problem(current: str | None, name: str) -> str | None:
@@ -169,7 +169,8 @@ def revision_problem(current: str | None, name: str) -> str | None:
         return f"{name}: no tpsdb schema here; run `tpsdb init --db {name}` first"
     if current == SCHEMA_REVISION:
         return None
-    if current.isdigit() and int(current) > int(SCHEMA_REVISION[:4]):  # ids are NNNN or NNNN_name
+    number = current.split("_")[0]  # ids are NNNN or NNNN_name
+    if number.isdigit() and int(number) > int(SCHEMA_REVISION.split("_")[0]):
         return f"{name}: database is at revision {current}, newer than this tpsdb ({SCHEMA_REVISION}): upgrade tpsdb"
     if _known_revision(current):
         return f"{name}: database is at revision {current}, this tpsdb expects {SCHEMA_REVISION}: run `tpsdb init`"

@@ -238,6 +238,17 @@ class Rejection(SQLModel, table=True):
     status: str = Field(default=Status.active)
 
 
+class Withdrawal(SQLModel, table=True):
+    """A figure its user withdrew (`tpsdb withdraw`): the figure stays, with status withdrawn; this says why and
+    when."""
+
+    __tablename__ = "withdrawal"
+    id: int | None = Field(default=None, primary_key=True)
+    measurement_id: int = Field(foreign_key="measurement.id", index=True)
+    why: str = Field(sa_column=Column(Text, nullable=False))
+    withdrawn_at: str = Field(description="UTC date and time, ISO 8601")
+
+
 class RefreshRun(SQLModel, table=True):
     """One refresh of one source: what was asked, what changed, how it ended."""
 

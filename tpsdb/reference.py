@@ -402,6 +402,30 @@ def models(session: Session) -> dict:
     return {row.name: model_facts(row, tuple(cited.get(row.id, ()))) for row in session.exec(select(Model))}
 
 
+def reference_facts(folder: Path | None = None) -> tuple[dict[str, float], dict]:
+    """The bandwidths and model facts of the reference data that `tpsdb init` loads (data/reference/*.toml), read
+    without a database: what `validate` checks against when no database exists, so that a record is accepted or
+    refused the same way whether or not a database was built (first-use review, M6)."""
+    from .record import ModelFacts
+
+    bandwidth_of: dict[str, float] = {}
+    facts: dict[str, ModelFacts] = {}
+    for path in sorted((folder or config.REFERENCE_DIR).glob("*.toml")):
+        for _, entry in _entries(path):
+            if isinstance(entry, HardwareEntry) and entry.memory_bandwidth_gbs:
+                bandwidth_of[entry.name] = entry.memory_bandwidth_gbs
+            elif isinstance(entry, ModelEntry):
+                known = facts.get(entry.name) or ModelFacts()
+                facts[entry.name] = ModelFacts(known.params_b, entry.active_params_b or known.active_params_b,
+                                               True if entry.active_params_b else entry.mixture_of_experts)
+            elif isinstance(entry, ModelFileEntry):
+                known = facts.get(entry.model) or ModelFacts()
+                facts[entry.model] = ModelFacts(known.params_b or entry.params_b,
+                                                known.active_params_b or entry.active_params_b,
+                                                known.mixture_of_experts)
+    return bandwidth_of, facts
+
+
 def stored_facts(url: str | None) -> tuple[dict[str, float], dict] | None:
     """The bandwidths and model facts of an existing database at `url` (None: the default one); None when there is
     none there. Never creates a database: `validate` only reads one when it exists."""

@@ -11,6 +11,7 @@ Three charts, each from a table's `chart` data:
 from __future__ import annotations
 
 import io
+import re
 from typing import Any
 
 _RC = {
@@ -67,7 +68,8 @@ def bandwidth_chart(chart: dict) -> str | None:
                 label=f"max. (calc.) = bandwidth ÷ {read:g} GB read per token")
         ax.set_ylim(0, max(max(ys), min(top / read, max(ys) * 1.6)) * 1.08)
     ax.set_xlim(left=0)
-    _number_points(ax, fig, [(p["bandwidth_gbs"], p["tokens_per_second"]) for p in points])
+    _number_points(ax, fig, [(p["bandwidth_gbs"], p["tokens_per_second"]) for p in points],
+                   [short_name(p["label"]) for p in points])
     ax.set_xlabel("memory bandwidth (GB/s)")
     ax.set_ylabel("tokens/s")
     ax.set_title(_plain(chart["title"]))
@@ -90,17 +92,27 @@ def label_offsets(pixels: list[tuple[float, float]], width: float = 11, height: 
     return offsets
 
 
-def _number_points(ax, fig, xy: list[tuple[float, float]]) -> None:
-    """Each point labelled with its number (the key below the chart names it): short labels, never on top of each
-    other, joined to their point by a thin line when moved away from it."""
+def short_name(label: str) -> str:
+    """A machine's name short enough to print beside its point: `Apple M2 Ultra (76-core GPU)` -> `M2 Ultra 76c`,
+    `NVIDIA DGX Spark` -> `DGX Spark` (the caption's key gives the full names)."""
+    text = re.sub(r"^(Apple|NVIDIA|AMD|Intel)\s+", "", str(label))
+    text = re.sub(r"\s*\((\d+)-core GPU\)", r" \1c", text)
+    return text if len(text) <= 22 else text[:21] + "…"
+
+
+def _number_points(ax, fig, xy: list[tuple[float, float]], names: list[str] | None = None) -> None:
+    """Each point labelled with its number and short name (the key below the chart gives the full names): labels
+    never on top of each other, joined to their point by a thin line when moved away from it."""
     if not xy:
         return
     ax.figure.canvas  # noqa: B018 (the transforms below need the figure's canvas)
     pixels = [tuple(ax.transData.transform(p)) for p in xy]
     to_points = 72 / fig.dpi
-    for n, ((x, y), (dx, dy)) in enumerate(zip(xy, label_offsets(pixels)), 1):
+    texts = [f"{n} {_plain(name)}" if names else str(n) for n, name in enumerate(names or [""] * len(xy), 1)]
+    width = max(11.0, 4.0 * max(len(t) for t in texts))  # about 4 px a character at this size
+    for text, (x, y), (dx, dy) in zip(texts, xy, label_offsets(pixels, width=width)):
         moved = dy > 12
-        ax.annotate(str(n), (x, y), xytext=(dx * to_points, dy * to_points), textcoords="offset points",
+        ax.annotate(text, (x, y), xytext=(dx * to_points, dy * to_points), textcoords="offset points",
                     fontsize=6.5, color="#333",
                     arrowprops={"arrowstyle": "-", "color": "#999", "linewidth": 0.5} if moved else None)
 
@@ -125,13 +137,19 @@ def speedup_chart(chart: dict) -> str | None:
         values = [r["speedups"].get(fmt) or 0 for r in rows]
         ax.barh(ys, values, height=height * 0.92, color=colors[i % len(colors)],
                 label=f"{fmt} speed ÷ {chart['baseline']} speed (calc.)")
+    # What the reader compares against: the ideal gain, the ratio of the file sizes (a format that reads a file N
+    # times smaller could be at most about N times faster when memory bandwidth is the limit).
+    for i, fmt in enumerate(formats):
+        ideal = (chart.get("ideal") or {}).get(fmt)
+        if ideal:
+            ax.axvline(ideal, color=colors[i % len(colors)], linestyle=":", linewidth=1.2,
+                       label=f"ideal {fmt}: ×{ideal:.2f}, {chart['baseline']} size ÷ {fmt} size (calc.)")
     ax.set_yticks([n + 0.4 - height / 2 for n in range(len(rows))], [_plain(r["label"]) for r in rows], fontsize=7)
     ax.invert_yaxis()
     ax.axvline(1, color="#888", linewidth=0.8)
     ax.set_xlabel(f"speed-up over {chart['baseline']} (×)")
-    ax.set_title(_plain(chart["title"]))
-    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.25 if len(rows) < 4 else -0.08), ncol=len(formats),
-              frameon=False)
+    ax.set_title(_plain(chart["title"]), pad=8 + 12 * ((len(formats) * 2 + 1) // 2))
+    ax.legend(loc="lower left", bbox_to_anchor=(0, 1.0), ncol=2, frameon=False, fontsize=7)  # above the bars
     ax.grid(axis="x", alpha=0.25)
     return _svg(fig)
 
@@ -146,11 +164,12 @@ def concurrency_chart(chart: dict) -> str | None:
     def line(key: str, **style):
         pts = [(s["users"], s[key]) for s in series if s[key] is not None]
         if pts:
-            ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", markersize=3.5, **style)
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], **{"marker": "o", "markersize": 3.5, **style})
 
     line("aggregate", color="#1f6f43", label="aggregate (measured)")
-    line("per_user", color="#3b6ea8", label="per user (measured)")
     line("per_user_calc", color="#c27c0e", linestyle="--", label="per user = aggregate ÷ users (calc.)")
+    # drawn last and larger: a measured per-user figure often sits on the computed one (at 1 user they are equal)
+    line("per_user", color="#3b6ea8", label="per user (measured)", marker="D", markersize=5, zorder=4)
     users = sorted({s["users"] for s in series})
     ax.set_xscale("log", base=2)
     ax.set_xticks(users, [str(u) for u in users])

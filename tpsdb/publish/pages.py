@@ -44,8 +44,9 @@ FIGURES = DataPage(
     name="figures",
     title="All accepted figures",
     intro="Every current, validated figure with its conditions. Click a header to sort; type in the boxes under "
-          "the headers to filter (numbers accept >, <, >= and <=, e.g. >50). Each source cell links to the "
-          "figure's own address.",
+          "the headers to filter (numbers accept >, <, >= and <=, e.g. >50); the address keeps the filters and "
+          "the sort, to share or bookmark. Each source cell links to the figure's own address; each machine and "
+          "model to its page.",
     sql="""SELECT measurement_id, hardware, model, quantization, software, software_version, phase, prompt_tokens,
                   generated_tokens, context_depth, users, figure, nature, tokens_per_second, memory_bandwidth_gbs,
                   COALESCE(source_title, source_home_url), retrieved_at, source_url
@@ -81,7 +82,7 @@ DATA_PAGES = (FIGURES, REJECTIONS)
 _SCRIPT = r"""
 (function () {
   var data = JSON.parse(document.getElementById("rows").textContent);
-  var cols = data.columns, strings = data.strings, values = data.values, PAGE = 100;
+  var cols = data.columns, strings = data.strings, values = data.values, PAGE = 100, entityPages = data.pages || {};
   var linkAt = cols.length;  // the last column of values: each row's permalink
   var rows = new Array(data.count);  // a row is its number: its values are values[column][row]
   for (var r = 0; r < rows.length; r++) rows[r] = r;
@@ -103,6 +104,26 @@ _SCRIPT = r"""
         m[1] === ">=" ? v >= x : m[1] === "<=" ? v <= x : v === x); };
     }
     return function (v) { return v !== null && (isNum ? String(v) : v).toLowerCase().indexOf(expr) >= 0; };
+  }
+  // The filters and the sort live in the address (#hardware=M2&tps=>50&sort=tps&dir=desc), so a filtered view can
+  // be shared or bookmarked; the fragment is never sent to a server and works from file://.
+  var boxes = table.querySelectorAll("thead input");
+  function remember() {
+    var params = new URLSearchParams();
+    boxes.forEach(function (box, i) { if (box.value.trim()) params.set(cols[i].key, box.value.trim()); });
+    if (sortCol >= 0) { params.set("sort", cols[sortCol].key); params.set("dir", sortDir > 0 ? "asc" : "desc"); }
+    var hash = params.toString();
+    if (("#" + hash) !== location.hash && !(hash === "" && location.hash === ""))
+      history.replaceState(null, "", hash ? "#" + hash : location.pathname + location.search);
+  }
+  function recall() {
+    var params = new URLSearchParams(location.hash.slice(1));
+    boxes.forEach(function (box, i) { box.value = params.get(cols[i].key) || ""; });
+    sortCol = -1;
+    cols.forEach(function (c, i) { if (c.key === params.get("sort")) sortCol = i; });
+    sortDir = params.get("dir") === "asc" ? 1 : -1;
+    table.querySelectorAll("thead th").forEach(function (th, j) {
+      th.setAttribute("aria-sort", j === sortCol ? (sortDir > 0 ? "ascending" : "descending") : "none"); });
   }
   function refilter() {
     var tests = [];
@@ -134,6 +155,8 @@ _SCRIPT = r"""
           var url = value(row, linkAt);
           if (/^https?:\/\//i.test(url)) { var a = document.createElement("a"); a.href = url;
             a.textContent = short(v || url); a.title = url; td.appendChild(a); } else td.textContent = v || "";
+        } else if (entityPages[i] && values[i][row] !== null && entityPages[i][values[i][row]]) {
+          var p = document.createElement("a"); p.href = entityPages[i][values[i][row]]; p.textContent = v; td.appendChild(p);
         } else { td.textContent = v === null ? "" : v; if (v && v.length > 60) td.title = v; }
         tr.appendChild(td);
       });
@@ -145,6 +168,7 @@ _SCRIPT = r"""
       "; page " + (page + 1) + " of " + pages : "No row matches the filters (" + rows.length + " in all).";
     document.getElementById("prev").disabled = page === 0;
     document.getElementById("next").disabled = page >= pages - 1;
+    remember();
   }
   table.querySelectorAll("thead th button").forEach(function (button, i) {
     button.addEventListener("click", function () {
@@ -160,7 +184,9 @@ _SCRIPT = r"""
   });
   document.getElementById("prev").addEventListener("click", function () { page--; draw(); });
   document.getElementById("next").addEventListener("click", function () { page++; draw(); });
-  draw();
+  window.addEventListener("hashchange", function () { recall(); refilter(); });
+  recall();
+  if (location.hash.length > 1) refilter(); else draw();
 })();
 """
 
@@ -190,7 +216,11 @@ EMPTY = {
 }
 
 
-def page_rows(conn, page: DataPage) -> tuple[int, str]:
+# The columns whose text names a machine or a model: their cells link to its page on the site.
+_ENTITY_COLUMNS = {"hardware": "machine", "model": "model"}
+
+
+def page_rows(conn, page: DataPage, entities=None) -> tuple[int, str]:
     """The page's rows as its inline JSON, and how many there are.
 
     The JSON is column by column: `values` holds one list per column (the shown ones, then the permalinks) and
@@ -217,6 +247,9 @@ def page_rows(conn, page: DataPage) -> tuple[int, str]:
             values.append(codes)
     data = {"columns": [{"key": c.key, "label": c.label, "kind": c.kind, "digits": c.digits} for c in page.columns],
             "count": len(rows), "strings": strings, "values": values}
+    if entities is not None:  # per linked column: its texts' pages, in the order of its strings (null: no page)
+        data["pages"] = {str(i): [entities.href(_ENTITY_COLUMNS[c.key], name) for name in strings[i] or []]
+                         for i, c in enumerate(page.columns) if c.key in _ENTITY_COLUMNS}
     # Inside <script>: no "</script>" or "<!--" may appear, so every < is escaped (JSON reads \u003c as <).
     encoded = json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False).replace("<", "\\u003c")
     return len(rows), encoded
@@ -251,8 +284,10 @@ def _numbers(column: tuple) -> list:
             for v in column]
 
 
-def render_data_page(conn, page: DataPage, footer: str) -> tuple[int, str]:
-    count, rows_json = page_rows(conn, page)
+def render_data_page(conn, page: DataPage, footer: str, entities=None) -> tuple[int, str]:
+    """The page's HTML and its row count; with `entities` (tpsdb.publish.entities), machine and model cells link to
+    their pages."""
+    count, rows_json = page_rows(conn, page, entities)
     body = _template.render(page=page, count=count, empty=EMPTY[page.name], rows_json=Markup(rows_json),
                             script=Markup(_SCRIPT))
     return count, render_page(page.title, [body], nav="index.html", footer=footer)

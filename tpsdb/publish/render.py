@@ -32,6 +32,11 @@ def is_web_url(url: str | None) -> bool:
     return bool(url) and re.match(r"^https?://", url, re.I) is not None
 
 
+def is_site_page(href: str | None) -> bool:
+    """A page of the site itself (a machine's or a model's, tpsdb.publish.entities): a relative link."""
+    return bool(href) and re.fullmatch(r"(machine|model)-[a-z0-9-]+\.html", href) is not None
+
+
 # --------------------------------------------------------------------------------------------------- JSON
 def _cell_json(cell: Cell) -> dict:
     data: dict[str, Any] = {"text": cell.text, "value": cell.value, "kind": cell.kind}
@@ -217,6 +222,12 @@ table.data tr.filters td{padding:.15rem}
 table.data input{width:100%;min-width:2.5rem;box-sizing:border-box;font:inherit;font-size:.8rem}
 table.data td{max-width:28rem;overflow-wrap:break-word}
 p.pager button{font:inherit}
+ol.footnotes,dl.fixed dd,td.source,p.download,ul.notes{overflow-wrap:anywhere}
+code.quote{white-space:pre-wrap;overflow-wrap:anywhere}
+section.entity td{max-width:32rem}
+p.entities a{white-space:nowrap;line-height:1.8}
+details.notcomputed{font-size:.85rem;margin:.5rem 0}
+@media (max-width:40rem){table.tps{font-size:.8rem}h1{font-size:1.25rem}dl.fixed{grid-template-columns:1fr}dl.fixed dd{margin-bottom:.3rem}}
 """
 
 _PAGE = """<!doctype html>
@@ -268,10 +279,11 @@ _TABLE = """<section class="table" id="{{ d.name }}" data-kind="{{ d.kind }}">
 </section>
 """
 
-_CELL = """{% if cell is none or (cell.text == "" and not cell.footnote) %}<td class="{{ c.kind }} empty"{% if cell and cell.hint %} title="{{ cell.hint }}"{% endif %}></td>{% else %}<td class="{{ c.kind }}{% if c.kind != 'text' %} num{% endif %}"{% if cell.hint %} title="{{ cell.hint }}"{% endif %}>{% if cell.href and is_web_url(cell.href) %}<a href="{{ cell.href }}">{{ cell.text }}</a>{% else %}{{ cell.text }}{% endif %}{% if cell.footnote %}<sup class="fn">{% for n in [cell.footnote] + cell.also|list %}{% if not loop.first %},{% endif %}<a href="#{{ name }}-fn-{{ n }}">{{ n }}</a>{% endfor %}</sup>{% endif %}</td>{% endif %}"""
+_CELL = """{% if cell is none or (cell.text == "" and not cell.footnote) %}<td class="{{ c.kind }} empty"{% if cell and cell.hint %} title="{{ cell.hint }}"{% endif %}></td>{% else %}<td class="{{ c.kind }}{% if c.kind != 'text' %} num{% endif %}"{% if cell.hint %} title="{{ cell.hint }}"{% endif %}>{% if cell.href and (is_web_url(cell.href) or is_site_page(cell.href)) %}<a href="{{ cell.href }}">{{ cell.text }}</a>{% else %}{{ cell.text }}{% endif %}{% if cell.footnote %}<sup class="fn">{% for n in [cell.footnote] + cell.also|list %}{% if not loop.first %},{% endif %}<a href="#{{ name }}-fn-{{ n }}">{{ n }}</a>{% endfor %}</sup>{% endif %}</td>{% endif %}"""
 
 _env = Environment(autoescape=True, trim_blocks=False, lstrip_blocks=False, keep_trailing_newline=True)
 _env.globals["is_web_url"] = is_web_url
+_env.globals["is_site_page"] = is_site_page
 _env.globals["is_table_row"] = is_table_row
 _env.globals["row_note"] = ROW_NOTE
 _page_template = _env.from_string(_PAGE)

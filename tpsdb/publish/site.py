@@ -4,13 +4,18 @@ from any static web server."""
 
 from __future__ import annotations
 
+import io
 import json
 from pathlib import Path
 
 from jinja2 import Environment
 from sqlalchemy import text
+from sqlmodel import Session
 
+from ..export import ExportError
+from ..export import export as export_records
 from ..output import write_atomic
+from . import entities as entity_pages
 from .charts import chart_svg
 from .definitions import Definition
 from .pages import DATA_PAGES, render_data_page
@@ -24,7 +29,18 @@ _INDEX = """<section class="index">
 measured cell.</p>
 <p class="data-links">The data itself: <a href="figures.html">all {{ figures }} accepted figures</a> and
 <a href="rejections.html">the {{ rejections }} rejected figures with their reasons</a>, each sortable and filterable.</p>
-<table class="tps">
+<p class="download">Download everything: <a href="{{ downloads.csv }}" download>every accepted figure as CSV</a>
+· <a href="{{ downloads.jsonl }}" download>as JSONL records</a> (the record format <code>tpsdb add</code> reads back)
+· <a href="{{ downloads.rejections }}" download>every rejection as JSONL</a>. {{ licence }}</p>
+<nav class="entities" aria-label="Machines and models">
+<h2>A page per machine ({{ machines|length }})</h2>
+<p class="entities">{% for e in machines %}<a href="{{ e.page }}">{{ e.name }}</a>{% if not loop.last %} · {% endif %}{% endfor %}</p>
+<h2>A page per model ({{ models|length }})</h2>
+<p class="entities">{% for e in models %}<a href="{{ e.page }}">{{ e.name }}</a>{% if not loop.last %} · {% endif %}{% endfor %}</p>
+<p><a href="{{ list_page }}">Machines and models, with their figure counts</a></p>
+</nav>
+<h2>The tables</h2>
+<div class="scroll"><table class="tps">
 <thead><tr><th>Table</th><th>Kind</th><th>What it shows</th><th class="measured">Measured cells</th><th>Data</th></tr></thead>
 <tbody>
 {% for t in tables %}<tr>
@@ -35,12 +51,16 @@ measured cell.</p>
 <td><a href="{{ t.definition.name }}.csv">CSV</a> · <a href="{{ t.definition.name }}.json">JSON</a> · <a href="{{ t.definition.name }}.md">Markdown</a></td>
 </tr>
 {% endfor %}</tbody>
-</table>
+</table></div>
 </section>
 """
 
 _index_template = Environment(autoescape=True).from_string(_INDEX)
 FOOTER = "Made by tpsdb publish. Every measured cell links to its source; calc. marks a computation."
+# The whole dataset, one link each (issue 20), with what a reuser may do with it.
+DOWNLOADS = {"csv": "tpsdb-figures.csv", "jsonl": "tpsdb-figures.jsonl", "rejections": "tpsdb-rejections.jsonl"}
+LICENCE = ("Licence: tpsdb and this compilation are MIT-licensed; each figure is a fact read from its source, "
+           "and each quote is a short excerpt of that source, cited by its URL: reuse it with that URL.")
 
 
 # Marks a folder as a site tpsdb wrote, and lists the files it owns there: a later publish replaces those only.
@@ -97,12 +117,13 @@ def _listing(names) -> str:
     return ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
 
 
-def write_table_files(table: Table, out: Path) -> list[Path]:
-    """The table's page (with its chart) and its CSV, JSON and Markdown files."""
+def write_table_files(table: Table, out: Path, entities: entity_pages.Entities | None = None) -> list[Path]:
+    """The table's page (with its chart; its machine and model cells linking to their pages) and its CSV, JSON and
+    Markdown files."""
     name = table.definition.name
     svg, caption = chart_svg(table.chart)
     downloads = [("CSV", f"{name}.csv"), ("JSON", f"{name}.json"), ("Markdown", f"{name}.md")]
-    section = render_table_html(table, svg, caption, downloads)
+    section = render_table_html(entity_pages.linked(table, entities) if entities else table, svg, caption, downloads)
     written = []
     for filename, content in ((f"{name}.html", render_page(table.definition.title, [section], nav="index.html",
                                                             footer=FOOTER)),
@@ -114,18 +135,25 @@ def write_table_files(table: Table, out: Path) -> list[Path]:
     return written
 
 
-def site_files(definitions: list[Definition]) -> list[str]:
-    """The names of the files a site of these tables is made of."""
+def site_files(definitions: list[Definition], entities: entity_pages.Entities | None = None) -> list[str]:
+    """The names of the files a site of these tables (and of these machines and models) is made of."""
+    pages = [] if entities is None else (
+        [entity_pages.LIST_PAGE] + [e.page for e in entities.machines.values()]
+        + [e.page for e in entities.models.values()])
     return (["index.html"] + [f"{d.name}.{ext}" for d in definitions for ext in ("html", "csv", "json", "md")]
-            + [f"{page.name}.html" for page in DATA_PAGES])
+            + [f"{page.name}.html" for page in DATA_PAGES] + pages + list(DOWNLOADS.values()))
 
 
 def publish_site(engine, definitions: list[Definition], out: Path, title: str = "tpsdb: LLM inference speed",
-                 force: bool = False) -> list[Path]:
-    """Write the whole site under `out` and return the files written, index.html first.
+                 force: bool = False, progress=None) -> list[Path]:
+    """Write the whole site under `out` and return the files written, index.html first. `progress(done, total)`
+    is called as pages are written (the command shows it on a terminal).
     Raises SiteFolderError when `out` cannot take it (see prepare_folder), before anything is written."""
-    files = site_files(definitions)
+    with engine.connect() as conn:
+        entities = entity_pages.collect(conn)
+    files = site_files(definitions, entities)
     owned = prepare_folder(out, files, force)
+    step = _stepper(progress, len(files))
     with engine.connect() as conn:  # the count and the tables from one view of the data
         any_non_finite = has_non_finite(conn)
         tables = [build_table(conn, d, any_non_finite) for d in definitions]
@@ -133,17 +161,66 @@ def publish_site(engine, definitions: list[Definition], out: Path, title: str = 
                                      f"AND nature_kind = 'measured' AND {_FINITE}")).scalar_one()
         counts = {}
         for page in DATA_PAGES:
-            counts[page.name], content = render_data_page(conn, page, FOOTER)
+            counts[page.name], content = render_data_page(conn, page, FOOTER, entities)
             _write(out / f"{page.name}.html", content)
+            step()
     written = [out / f"{page.name}.html" for page in DATA_PAGES]
     for table in tables:
-        written += write_table_files(table, out)
-    index = render_page(title, [_index_template.render(title=title, tables=tables, skip=len(NO_MEASUREMENT) + 1, measured=measured,
-                                                          figures=counts["figures"], rejections=counts["rejections"])],
-                        footer=FOOTER)
+        written += write_table_files(table, out, entities)
+        step(4)
+    written += _write_entity_pages(engine, entities, out, step)
+    written += _write_downloads(engine, out)
+    step(len(DOWNLOADS))
+    index = render_page(title, [_index_template.render(
+        title=title, tables=tables, skip=len(NO_MEASUREMENT) + 1, measured=measured, figures=counts["figures"],
+        rejections=counts["rejections"], downloads=DOWNLOADS, licence=LICENCE,
+        machines=list(entities.machines.values()), models=list(entities.models.values()),
+        list_page=entity_pages.LIST_PAGE)], footer=FOOTER)
     _write(out / "index.html", index)
+    step()
     for stale in sorted(owned - set(files)):  # a table no longer published: its files were tpsdb's
         (out / stale).unlink(missing_ok=True)
     _write(out / MANIFEST, json.dumps({"written_by": "tpsdb publish", "files": files}, indent=1) + "\n")
     return [out / "index.html"] + written
 
+
+def _stepper(progress, total: int):
+    done = 0
+
+    def step(n: int = 1) -> None:
+        nonlocal done
+        done += n
+        if progress is not None:
+            progress(min(done, total), total)
+    return step
+
+
+def _write_entity_pages(engine, entities: entity_pages.Entities, out: Path, step) -> list[Path]:
+    """A page per machine and per model, and the page that lists them."""
+    written = []
+    index = entity_pages.by_test(entities)
+    with Session(engine) as session:
+        for entity in [*entities.machines.values(), *entities.models.values()]:
+            content = entity_pages.render_entity(session, entity, entities, index)
+            _write(out / entity.page, render_page(entity.name, [content], nav="index.html", footer=FOOTER))
+            written.append(out / entity.page)
+            step()
+    _write(out / entity_pages.LIST_PAGE, render_page("Machines and models", [entity_pages.render_list(entities)],
+                                                     nav="index.html", footer=FOOTER))
+    step()
+    return written + [out / entity_pages.LIST_PAGE]
+
+
+def _write_downloads(engine, out: Path) -> list[Path]:
+    """The whole dataset: the accepted figures as CSV and as JSONL records, the rejections as JSONL."""
+    written = []
+    for name, fmt, rejections in ((DOWNLOADS["csv"], "csv", False), (DOWNLOADS["jsonl"], "jsonl", False),
+                                  (DOWNLOADS["rejections"], "jsonl", True)):
+        buffer = io.StringIO()
+        try:
+            export_records(engine, buffer, fmt, rejections=rejections)
+        except ExportError:  # a non-finite number, which no format can hold: the records before it (the pages
+            pass             # show such a figure empty, as has_non_finite tells them)
+        _write(out / name, buffer.getvalue())
+        written.append(out / name)
+    return written

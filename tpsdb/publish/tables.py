@@ -682,6 +682,7 @@ def build_quantization(conn: Connection, d: Definition) -> Table:
                 for q in others]
     columns.append(Column("software", "Software"))
     rows, chart_rows = [], []
+    ideal: dict[str, float] = {}  # the file-size ratio the chart marks (the files are held fixed: one per format)
     for name in names:
         by_q = cells.get(name, {})
         row = {"hardware": _text(name)}
@@ -698,6 +699,8 @@ def build_quantization(conn: Connection, d: Definition) -> Table:
         for q in others:
             o = by_q.get(q)
             value = b["file_size_gb"] / o["file_size_gb"] if (o and b and o["file_size_gb"]) else None
+            if value is not None:
+                ideal.setdefault(q, value)
             row[f"size_{q}"] = _calc(value, fmt_ratio, f"{fmt_number(b['file_size_gb']) if b else ''} GB ÷ "
                                                        f"{fmt_number(o['file_size_gb']) if o else ''} GB")
         row["software"] = _text(", ".join(dict.fromkeys(fmt_software(r) for r in by_q.values())) or None)
@@ -709,7 +712,7 @@ def build_quantization(conn: Connection, d: Definition) -> Table:
     table_notes = _common_notes(d)
     table_notes.append("Each cell is picked on its own; when the software version is not held fixed, the footnotes "
                        "say which version each figure comes from.")
-    chart = {"type": "speedup", "rows": chart_rows, "formats": others, "baseline": base,
+    chart = {"type": "speedup", "rows": chart_rows, "formats": others, "baseline": base, "ideal": ideal,
              "title": f"{_listing(d.fixed['model'])}: generation speed-up over {base} (calc.)"}
     return _finish(conn, d, columns, rows, held_fixed(conn, d, varies), table_notes, notes, chart)
 

@@ -1,0 +1,323 @@
+"""A page per machine and per model on the static site (issue 20; as result sites show a page per system).
+
+A machine's page: its memory and bandwidth with the citation, every accepted measured figure on it with its
+conditions and source, the computed maximum of each model file (labelled calc., or why it is not computed), and the
+other machines measured on the same file and test. A model's page: its parameters and files with their sources,
+every figure of it on every machine, ranked within each file and test, each with the computed maximum.
+
+Page names come from the names (`machine-nvidia-dgx-spark.html`), made unique by the row id when two names give
+the same one. Everything from sources is escaped (Jinja2 autoescape); only http(s) URLs become links.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from jinja2 import Environment
+from sqlalchemy import text
+from sqlmodel import Session
+
+from . import ceiling as ceiling_logic
+from .render import is_web_url
+from .tables import Table
+
+_FIGURES = text("""
+SELECT measurement_id, hardware, model, quantization, file_size_gb, software, software_version, phase,
+       prompt_tokens, generated_tokens, context_depth, users, figure, tokens_per_second, stddev, source_url,
+       COALESCE(source_title, source_url) AS source_label, retrieved_at, quote, via_title
+FROM measurement_full
+WHERE status = 'active' AND nature = 'measured' AND ABS(tokens_per_second) <= 1.7976931348623157e308
+ORDER BY measurement_id
+""")  # a non-finite figure (which no format can show) is never published: tables._FINITE
+
+_MACHINES = text("""
+SELECT id, name, vendor, memory_gb, memory_bandwidth_gbs, bandwidth_kind, bandwidth_source_url, bandwidth_quote,
+       bandwidth_source_title, bandwidth_via_title, bandwidth_via_url, bandwidth_via_quote
+FROM hardware ORDER BY name
+""")
+
+_MODELS = text("""
+SELECT m.id, m.name, m.params_b, m.active_params_b, m.mixture_of_experts, m.active_params_source_url,
+       m.active_params_quote
+FROM model m ORDER BY m.name
+""")
+
+_FILES = text("""
+SELECT mo.name AS model, f.quantization, f.size_bytes / 1000000000.0 AS file_size_gb, f.size_source_url,
+       f.size_quote
+FROM model_file f JOIN model mo ON mo.id = f.model_id ORDER BY mo.name, f.quantization, f.size_bytes
+""")
+
+
+def slug(name: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-") or "unnamed"
+
+
+@dataclass
+class Entity:
+    kind: str  # machine or model
+    name: str
+    page: str
+    facts: dict
+    figures: list[dict] = field(default_factory=list)
+
+
+@dataclass
+class Entities:
+    machines: dict[str, Entity]
+    models: dict[str, Entity]
+
+    def href(self, kind: str, name: str | None) -> str | None:
+        found = (self.machines if kind == "machine" else self.models).get(name or "")
+        return found.page if found else None
+
+
+def _pages(rows, kind: str) -> dict[str, Entity]:
+    taken: set[str] = set()
+    out = {}
+    for row in rows:
+        page = f"{kind}-{slug(row['name'])}.html"
+        if page in taken:
+            page = f"{kind}-{slug(row['name'])}-{row['id']}.html"
+        taken.add(page)
+        out[row["name"]] = Entity(kind, row["name"], page, dict(row))
+    return out
+
+
+def collect(conn) -> Entities:
+    """Every machine and model with at least one accepted measured figure, with its figures."""
+    figures = [dict(r._mapping) for r in conn.execute(_FIGURES)]
+    measured_on = {f["hardware"] for f in figures}
+    measured_of = {f["model"] for f in figures}
+    machines = _pages([r._mapping for r in conn.execute(_MACHINES) if r.name in measured_on], "machine")
+    models = _pages([r._mapping for r in conn.execute(_MODELS) if r.name in measured_of], "model")
+    files = defaultdict(list)
+    for r in conn.execute(_FILES):
+        files[r.model].append(dict(r._mapping))
+    for name, entity in models.items():
+        entity.facts["files"] = files.get(name, [])
+    for f in figures:
+        f["test"] = _test(f)
+        machines[f["hardware"]].figures.append(f)
+        models[f["model"]].figures.append(f)
+    return Entities(machines, models)
+
+
+def _test(f: dict) -> str:
+    """The test a figure answers, in llama-bench's words: pp512, tg128, at a depth, with N users."""
+    parts = []
+    if f["prompt_tokens"] and f["phase"] != "generation":
+        parts.append(f"pp{f['prompt_tokens']}")
+    if f["generated_tokens"] and f["phase"] != "prompt":
+        parts.append(f"tg{f['generated_tokens']}")
+    parts.append(f["phase"])
+    if f["context_depth"]:
+        parts.append(f"at depth {f['context_depth']}")
+    parts.append(f"{f['users']} user{'s' if f['users'] != 1 else ''} ({f['figure'].replace('_', ' ')})")
+    return ", ".join(parts)
+
+
+def _number(value) -> float:
+    """A number to sort by: SQLite lets a column hold a text, which never compares with a number."""
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0.0
+
+
+def _rank_key(f: dict):
+    return (str(f["model"]), str(f["quantization"] or ""), _number(f["file_size_gb"]), f["phase"] != "generation",
+            _number(f["users"]), _number(f["context_depth"]), _number(f["generated_tokens"]),
+            _number(f["prompt_tokens"]), -_number(f["tokens_per_second"]))
+
+
+def _file(f: dict) -> tuple:
+    return (f["model"], f["quantization"], round(f["file_size_gb"] or 0, 2))
+
+
+def _same_test(f: dict) -> tuple:
+    return (*_file(f), f["phase"], f["prompt_tokens"], f["generated_tokens"], f["context_depth"], f["users"],
+            f["figure"])
+
+
+def _calculations(session: Session, machine: str, model: str, formats: list[str]) -> list[dict]:
+    out = []
+    for quantization in formats:
+        try:
+            for calc in ceiling_logic.compute(session, machine, model, quantization):
+                out.append({"machine": machine, "model": model, "quantization": calc.quantization,
+                            "file_size_gb": calc.file_size_gb, "tps": calc.per_user_tps,
+                            "bandwidth": calc.bandwidth_gbs, "kind": calc.bandwidth_kind, "why": None})
+        except ceiling_logic.CeilingError as error:
+            out.append({"machine": machine, "model": model, "quantization": quantization, "why": str(error)})
+    return out
+
+
+def _best_per_machine(found: list[dict]) -> list[dict]:
+    best: dict[str, dict] = {}
+    for f in found:
+        if f["hardware"] not in best or f["tokens_per_second"] > best[f["hardware"]]["tokens_per_second"]:
+            best[f["hardware"]] = f
+    return sorted(best.values(), key=lambda f: -f["tokens_per_second"])
+
+
+def by_test(entities: Entities) -> dict[tuple, list[dict]]:
+    """Every figure under its file and test (what _comparisons looks up, once for the whole site)."""
+    index: dict[tuple, list[dict]] = defaultdict(list)
+    for entity in entities.machines.values():
+        for f in entity.figures:
+            index[_same_test(f)].append(f)
+    return index
+
+
+def _comparisons(entity: Entity, everyone: dict[tuple, list[dict]]) -> list[dict]:
+    """For each file and test of this page, the machines measured on the very same one, fastest first: on a
+    machine's page the other machines (beside this one's best), on a model's page every machine (when two or more
+    are)."""
+    groups: dict[tuple, list[dict]] = defaultdict(list)
+    if entity.kind == "machine":
+        for key in {_same_test(f) for f in entity.figures}:
+            others = [f for f in everyone.get(key, ()) if f["hardware"] != entity.name]
+            if others:
+                groups[key] = others
+    else:
+        for f in entity.figures:
+            groups[_same_test(f)].append(f)
+    rows: list[dict[str, Any]] = []
+    for key, found in groups.items():
+        ranked = _best_per_machine(found)
+        if entity.kind == "machine":
+            own = max((f for f in entity.figures if _same_test(f) == key), key=lambda f: f["tokens_per_second"])
+            rows.append({"first": own, "own": own, "others": ranked})
+        elif len(ranked) > 1:
+            rows.append({"first": ranked[0], "own": None, "others": ranked})
+    return sorted(rows, key=lambda r: _rank_key(r["first"]))
+
+
+_PAGE = """<section class="entity" id="{{ e.kind }}">
+<h1>{{ e.name }}</h1>
+<p class="description">{% if e.kind == "machine" %}Every accepted figure measured on this machine{% else %}Every accepted figure of this model, on every machine{% endif %}, with its conditions and source, and the computed maximum (<em>calc.</em>: memory bandwidth ÷ bytes read per token, a calculation, never a measurement). The figure's number (#) is its id: <code>tpsdb compare</code> and <code>tpsdb withdraw</code> take it.</p>
+<h2>Facts</h2>
+<dl class="fixed">
+{% if e.kind == "machine" %}
+{% if e.facts.vendor %}<dt>Vendor</dt><dd>{{ e.facts.vendor }}</dd>{% endif %}
+{% if e.facts.memory_gb %}<dt>Memory</dt><dd>{{ "%g"|format(e.facts.memory_gb) }} GB</dd>{% endif %}
+<dt>Memory bandwidth</dt><dd>{% if e.facts.memory_bandwidth_gbs %}{{ "%g"|format(e.facts.memory_bandwidth_gbs) }} GB/s ({{ e.facts.bandwidth_kind or "vendor" }})
+{% if e.facts.bandwidth_source_url %}· {{ link(e.facts.bandwidth_source_url, e.facts.bandwidth_source_title or e.facts.bandwidth_source_url) }}{% endif %}
+{% if e.facts.bandwidth_quote %}<br>quote: <code class="quote">{{ e.facts.bandwidth_quote }}</code>{% endif %}
+{% if e.facts.bandwidth_via_title %}<br>relayed by {{ link(e.facts.bandwidth_via_url, e.facts.bandwidth_via_title) }}{% if e.facts.bandwidth_via_quote %}: <code class="quote">{{ e.facts.bandwidth_via_quote }}</code>{% endif %}{% endif %}
+{% else %}unknown: no cited value, so no computed maximum{% endif %}</dd>
+{% else %}
+<dt>Parameters</dt><dd>{% if e.facts.params_b %}{{ "%g"|format(e.facts.params_b) }} B{% else %}unknown{% endif %}</dd>
+{% if e.facts.mixture_of_experts or e.facts.active_params_b %}<dt>Mixture of experts</dt><dd>{% if e.facts.active_params_b %}{{ "%g"|format(e.facts.active_params_b) }} B active per token{% if e.facts.active_params_source_url %} · {{ link(e.facts.active_params_source_url, e.facts.active_params_source_url) }}{% endif %}{% if e.facts.active_params_quote %}<br>quote: <code class="quote">{{ e.facts.active_params_quote }}</code>{% endif %}{% else %}active parameters unknown{% endif %}</dd>{% endif %}
+{% for f in e.facts.files %}<dt>{{ f.quantization }} file</dt><dd>{{ "%.2f"|format(f.file_size_gb) }} GB{% if f.size_source_url %} · {{ link(f.size_source_url, f.size_source_url) }}{% endif %}{% if f.size_quote %} (the cited size){% endif %}</dd>
+{% endfor %}
+{% endif %}
+</dl>
+{% if e.kind == "model" %}<h2>Compared on the same file and test</h2>
+{% if comparisons %}<div class="scroll"><table class="tps">
+<thead><tr><th scope="col">{% if e.kind == "machine" %}Model, format{% else %}Format{% endif %}</th><th scope="col">Test</th>{% if e.kind == "machine" %}<th scope="col" class="measured">Here (tokens/s)</th>{% endif %}<th scope="col">{% if e.kind == "machine" %}Other machines{% else %}Machines{% endif %}, fastest first (tokens/s)</th></tr></thead>
+<tbody>
+{% for c in comparisons %}<tr><td>{% if e.kind == "machine" %}{{ page_link("model", c.first.model) }}, {% endif %}{{ c.first.quantization }} ({{ "%.2f"|format(c.first.file_size_gb or 0) }} GB)</td><td>{{ c.first.test }}</td>{% if c.own %}<td class="num">{{ "%g"|format(c.own.tokens_per_second) }}</td>{% endif %}<td>{% for o in c.others %}{% if not loop.first %}; {% endif %}{{ page_link("machine", o.hardware) }} {{ "%g"|format(o.tokens_per_second) }}{% endfor %}</td></tr>
+{% endfor %}</tbody></table></div>
+{% else %}<p>{% if e.kind == "machine" %}No other machine has a figure on the same file and test yet.{% else %}No two machines have a figure on the same file and test yet.{% endif %}</p>{% endif %}
+{% endif %}
+<h2>Computed maximum (calc.)</h2>
+{% if computed %}<div class="scroll"><table class="tps">
+<thead><tr><th scope="col">{% if e.kind == "machine" %}Model{% else %}Machine{% endif %}</th><th scope="col">Format</th><th scope="col">File (GB)</th><th scope="col" class="calc">Max. tokens/s per user (calc.)</th><th scope="col">From</th></tr></thead>
+<tbody>
+{% for c in computed %}<tr><td>{% if e.kind == "machine" %}{{ page_link("model", c.model) }}{% else %}{{ page_link("machine", c.machine) }}{% endif %}</td><td>{{ c.quantization }}</td><td class="num">{{ "%.2f"|format(c.file_size_gb) }}</td><td class="calc num">{{ "%.2f"|format(c.tps) }}</td><td>{{ "%g"|format(c.bandwidth) }} GB/s ({{ c.kind }}) ÷ bytes read per token</td></tr>
+{% endfor %}</tbody></table></div>{% else %}<p>Not computed for any file here.</p>{% endif %}
+{% if not_computed %}<details class="notcomputed"><summary>Not computed for {{ not_computed|length }} {% if e.kind == "machine" %}model files{% else %}machines and files{% endif %}, and why</summary>
+<ul>{% for c in not_computed %}<li>{% if e.kind == "machine" %}{{ c.model }}{% else %}{{ c.machine }}{% endif %} {{ c.quantization }}: {{ c.why }}</li>{% endfor %}</ul></details>{% endif %}
+<h2>Every figure ({{ e.figures|length }})</h2>
+<p class="description">Ranked within each file and test, fastest first.</p>
+<div class="scroll"><table class="tps">
+<thead><tr><th scope="col">#</th><th scope="col">{% if e.kind == "machine" %}Model{% else %}Machine{% endif %}</th><th scope="col">Format (file GB)</th><th scope="col">Test</th><th scope="col" class="measured">tokens/s</th><th scope="col" class="calc" title="memory bandwidth ÷ bytes read per token, for one user">Max. (calc.)</th><th scope="col">Software</th><th scope="col">Source</th></tr></thead>
+<tbody>
+{% for f in figures %}<tr id="figure-{{ f.measurement_id }}"><td class="num">{{ f.measurement_id }}</td><td>{% if e.kind == "machine" %}{{ page_link("model", f.model) }}{% else %}{{ page_link("machine", f.hardware) }}{% endif %}</td><td>{{ f.quantization }} ({{ "%.2f"|format(f.file_size_gb or 0) }})</td><td>{{ f.test }}</td><td class="num measured">{{ "%g"|format(f.tokens_per_second) }}{% if f.stddev %} ± {{ "%g"|format(f.stddev) }}{% endif %}</td>{% set m = ceiling_of(f) %}<td class="calc num{% if m is none %} empty{% endif %}">{% if m is not none %}{{ "%.2f"|format(m) }}{% endif %}</td><td>{{ f.software }} {{ f.software_version }}</td><td class="source">{{ link(f.source_url, f.source_label) }}{% if f.via_title %} (relayed by {{ f.via_title }}){% endif %} · retrieved {{ f.retrieved_at }}{% if f.quote|length > 160 %}<details><summary>quote ({{ f.quote|length }} characters)</summary><code class="quote">{{ f.quote }}</code></details>{% else %}<br><code class="quote">{{ f.quote }}</code>{% endif %}</td></tr>
+{% endfor %}</tbody></table></div>
+{% if e.kind == "machine" %}<h2>Compared on the same file and test</h2>
+{% if comparisons %}<div class="scroll"><table class="tps">
+<thead><tr><th scope="col">{% if e.kind == "machine" %}Model, format{% else %}Format{% endif %}</th><th scope="col">Test</th>{% if e.kind == "machine" %}<th scope="col" class="measured">Here (tokens/s)</th>{% endif %}<th scope="col">{% if e.kind == "machine" %}Other machines{% else %}Machines{% endif %}, fastest first (tokens/s)</th></tr></thead>
+<tbody>
+{% for c in comparisons %}<tr><td>{% if e.kind == "machine" %}{{ page_link("model", c.first.model) }}, {% endif %}{{ c.first.quantization }} ({{ "%.2f"|format(c.first.file_size_gb or 0) }} GB)</td><td>{{ c.first.test }}</td>{% if c.own %}<td class="num">{{ "%g"|format(c.own.tokens_per_second) }}</td>{% endif %}<td>{% for o in c.others %}{% if not loop.first %}; {% endif %}{{ page_link("machine", o.hardware) }} {{ "%g"|format(o.tokens_per_second) }}{% endfor %}</td></tr>
+{% endfor %}</tbody></table></div>
+{% else %}<p>{% if e.kind == "machine" %}No other machine has a figure on the same file and test yet.{% else %}No two machines have a figure on the same file and test yet.{% endif %}</p>{% endif %}
+{% endif %}
+<p class="downloads"><a href="index.html">All tables</a> · <a href="figures.html">all figures</a> · <a href="machines-and-models.html">every machine and model</a></p>
+</section>
+"""
+
+_LIST = """<section class="entities">
+<h1>Machines and models</h1>
+<p class="description">A page for every machine and every model with an accepted figure: its figures with their conditions and sources, the computed maximum (calc.) and what it can be compared with.</p>
+<h2>Machines ({{ machines|length }})</h2>
+<ul class="entities">{% for e in machines %}<li><a href="{{ e.page }}">{{ e.name }}</a> · {{ e.figures|length }} figures</li>{% endfor %}</ul>
+<h2>Models ({{ models|length }})</h2>
+<ul class="entities">{% for e in models %}<li><a href="{{ e.page }}">{{ e.name }}</a> · {{ e.figures|length }} figures</li>{% endfor %}</ul>
+</section>
+"""
+
+_env = Environment(autoescape=True)
+_page = _env.from_string(_PAGE)
+_list = _env.from_string(_LIST)
+LIST_PAGE = "machines-and-models.html"
+
+
+def _link_maker():
+    from markupsafe import Markup, escape
+
+    def link(url, label):
+        if is_web_url(url):
+            return Markup('<a href="{}">{}</a>').format(url, label or url)
+        return escape(label or url or "")
+    return link, Markup, escape
+
+
+def render_entity(session: Session, entity: Entity, entities: Entities, everyone: dict[tuple, list[dict]]) -> str:
+    link, Markup, escape = _link_maker()
+
+    def page_link(kind: str, name: str):
+        href = entities.href(kind, name)
+        return Markup('<a href="{}">{}</a>').format(href, name) if href else escape(name)
+
+    if entity.kind == "machine":
+        pairs = sorted({(f["model"], f["quantization"]) for f in entity.figures})
+        calcs = [c for model in sorted({m for m, _ in pairs})
+                 for c in _calculations(session, entity.name, model, sorted({q for m, q in pairs if m == model}))]
+    else:
+        pairs = sorted({(f["hardware"], f["quantization"]) for f in entity.figures})
+        calcs = [c for machine in sorted({h for h, _ in pairs})
+                 for c in _calculations(session, machine, entity.name, sorted({q for h, q in pairs if h == machine}))]
+    maxima = {(c["machine"], c["model"], c["quantization"], round(c["file_size_gb"], 2)): c["tps"]
+              for c in calcs if not c["why"]}
+
+    def ceiling_of(f: dict) -> float | None:
+        """A one-user generation figure's computed maximum (the aggregate of many users has its own, N times)."""
+        if f["phase"] != "generation" or (f["users"] != 1 and f["figure"] != "per_user"):
+            return None
+        return maxima.get((f["hardware"], f["model"], f["quantization"], round(f["file_size_gb"] or 0, 2)))
+
+    return _page.render(e=entity, computed=[c for c in calcs if not c["why"]],
+                        not_computed=[c for c in calcs if c["why"]], figures=sorted(entity.figures, key=_rank_key),
+                        comparisons=_comparisons(entity, everyone), link=link, page_link=page_link,
+                        ceiling_of=ceiling_of)
+
+
+def render_list(entities: Entities) -> str:
+    return _list.render(machines=list(entities.machines.values()), models=list(entities.models.values()))
+
+
+def linked(table: Table, entities: Entities) -> Table:
+    """A copy of a built table whose cells naming a machine or a model link to its page (HTML only)."""
+    kinds = {"hardware": "machine", "model": "model"}
+    rows = []
+    for row in table.rows:
+        new = dict(row)
+        for key, kind in kinds.items():
+            cell = row.get(key)
+            if cell is not None and not cell.href and (href := entities.href(kind, cell.text)):
+                new[key] = replace(cell, href=href)
+        rows.append(new)
+    return replace(table, rows=rows)
