@@ -24,6 +24,18 @@ def test_an_intel_igpu_code_name_is_cleaned_never_branded():
     assert "Arc" not in (canonical_hardware("Intel(R) Graphics (MTL)") or "")
 
 
+def test_a_workstation_rtx_number_is_never_branded_geforce():
+    # tokatlas's rendering of llama.cpp discussion 15013 names "NVIDIA RTX 3500" (an RTX 3500 Ada laptop part) and
+    # "RTX 6000"/"RTX 4000" (workstation cards): none is a GeForce, and the seed showed "NVIDIA GeForce RTX 3500".
+    assert canonical_hardware("NVIDIA RTX 3500") == "NVIDIA RTX 3500"
+    assert canonical_hardware("RTX 6000") == "NVIDIA RTX 6000"
+    assert canonical_hardware("NVIDIA RTX 4000") == "NVIDIA RTX 4000"
+    # the consumer numbers are GeForce whether or not the text says it (one product each)
+    assert canonical_hardware("RTX 4090") == "NVIDIA GeForce RTX 4090"
+    assert canonical_hardware("RTX 5060 Ti") == "NVIDIA GeForce RTX 5060 Ti"
+    assert canonical_hardware("GTX 1080") == "NVIDIA GeForce GTX 1080"
+
+
 # --------------------------------------------------------------------------- which devices ran
 # https://github.com/geerlingguy/ai-benchmarks/issues/23 (RX 7900 XT on a Raspberry Pi 5: the Pi's V3D is listed too)
 PI_7900XT = """```

@@ -53,8 +53,17 @@ def _apple(m: re.Match) -> str:
     return f"{chip} ({int(cores)}-core GPU)" if cores else chip
 
 
+# The GeForce numbers: a generation digit, 0, then 50..90 (RTX 2060, 3090, 4070, 5090; GTX 1080). RTX 3500, 4000,
+# 5000, 6000 are workstation cards (Quadro RTX 6000, RTX 6000 Ada, RTX 3500 Ada Laptop), never sold as GeForce: their
+# name gets no brand word the text does not print.
+_GEFORCE_NUMBER = re.compile(r"\d?\d0[5-9]0|[7-9][5-9]0")
+
+
 def _geforce(m: re.Match) -> str:
-    name = f"NVIDIA GeForce {m['family'].upper()} {m['number']}"
+    family = m["family"].upper()
+    if family == "RTX" and not _GEFORCE_NUMBER.fullmatch(m["number"]) and "geforce" not in m[0].lower():
+        return f"NVIDIA RTX {m['number']}" + (" Laptop GPU" if m["laptop"] else "")
+    name = f"NVIDIA GeForce {family} {m['number']}"
     if m["ti"]:
         name += " Ti"
     if m["super"]:
