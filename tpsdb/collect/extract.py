@@ -148,6 +148,9 @@ class Table:
     header: list[str]
     rows: list[list[str]]
     quotes: list[str]  # per row: the row as the source shows it (rebuilt as "| a | b |" for HTML tables)
+    # The header line as the source shows it: when a headerless run of rows continues a table, its first row was
+    # read as a header, and its quote must still be the line as written, not one rebuilt from the cells.
+    header_quote: str = ""
 
 
 @dataclass
@@ -177,7 +180,7 @@ def _pipe_table(lines: list[str]) -> Piece:
             continue
         rows.append(cells)
         quotes.append(line.strip())
-    return Piece("table", table=Table(rows[0] if rows else [], rows[1:], quotes[1:]))
+    return Piece("table", table=Table(rows[0] if rows else [], rows[1:], quotes[1:], quotes[0] if quotes else ""))
 
 
 _FENCE = re.compile(r"^(```|~~~)")
@@ -254,7 +257,7 @@ def join_split_tables(pieces: list[Piece]) -> list[Piece]:
             if last is not None and table.header and lb.table_kind(table.header) is None \
                     and len(table.header) == len(last.header) and _looks_like_rows(last, table):
                 last.rows += [table.header] + table.rows
-                last.quotes += [_quote_of_header(table)] + table.quotes
+                last.quotes += [table.header_quote] + table.quotes
                 continue
             last = table if lb.table_kind(table.header) else None
         out.append(piece)
@@ -268,10 +271,6 @@ def _looks_like_rows(head: Table, rows: Table) -> bool:
         if "t/s" in name:
             return k < len(rows.header) and lb.parse_value(rows.header[k]) is not None
     return False
-
-
-def _quote_of_header(table: Table) -> str:
-    return "| " + " | ".join(table.header) + " |"
 
 
 _HEADINGS = {"h1", "h2", "h3", "h4", "h5", "h6"}
@@ -360,8 +359,8 @@ class _Walk:
                     for tr in table.iter("tr") if not _dropped(tr, table)]
         if not rows:
             return Piece("table", table=Table([], [], []))
-        body = rows[1:]
-        return Piece("table", table=Table(rows[0], body, ["| " + " | ".join(cells) + " |" for cells in body]))
+        quotes = ["| " + " | ".join(cells) + " |" for cells in rows]
+        return Piece("table", table=Table(rows[0], rows[1:], quotes[1:], quotes[0]))
 
     def _plain_rows(self, table) -> list[list[str]] | None:
         """The usual table: its cells are its rows' own children. None when it holds a table (whose rows and
@@ -448,7 +447,7 @@ def _text_lines(piece: Piece, kind: str | None) -> list[str]:
         return piece.lines
     if kind is not None:
         return []
-    return ["| " + " | ".join(piece.table.header) + " |"] + piece.table.quotes
+    return [piece.table.header_quote] + piece.table.quotes
 
 
 def read_clues(pieces: list[Piece], kinds: list[str | None]) -> list[Clue]:
