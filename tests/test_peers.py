@@ -7,6 +7,7 @@ import re
 from collections import Counter
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 import tpsdb.cli
@@ -312,3 +313,19 @@ def test_conformance_view_and_table_per_source(empty_db, tmp_path):
     table = json.loads(out)
     assert table["empty"] is False and any(row["relayed_by"]["text"] == "tokatlas" for row in table["rows"])
 
+
+
+@pytest.mark.parametrize("member, value, says", [
+    ("model", ["x"], "model: not text (list)"), ("model", {"a": 1}, "model: not text (dict)"),
+    ("model", 5, "model: not text (int)"), ("tps", [1], "tps: not a number (list)"),
+    ("tps", True, "tps: not a number (bool)")])
+def test_l4_a_member_of_the_wrong_type_is_an_error_naming_the_record(empty_db, tmp_path, member, value, says):
+    """Probe round 3, L4: a `model` that is no string ended `import tokatlas` with exit 4 (AttributeError)."""
+    record = {"id": "x", "source_url": "https://github.com/a/b/discussions/1#discussioncomment-1", "quote": "1",
+              "model": "m", "quant": "Q4_0", "tps": 1, member: value}
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps({"records": [record]}))
+    result = import_file(empty_db, path)
+    assert result.exit_code == 2, result.output
+    assert f"records[0] (x): {says}; nothing was stored" in result.output
+    assert rows(empty_db, "select count(*) n from rejection") == [{"n": 0}]

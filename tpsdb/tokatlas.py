@@ -109,6 +109,11 @@ def read_tokatlas(path: Path) -> list[dict]:
     return parse_tokatlas(data, str(path))
 
 
+# The members of a record read as text, and those read as numbers (a number may be written as a string).
+_TEXT_FIELDS = ("model", "quant", "hardware", "backend", "notes", "params", "date", "retrieved")
+_NUMBER_FIELDS = ("tps", "pp_tps", "pp_tokens", "tg_tokens")
+
+
 def parse_tokatlas(data: bytes, where: str) -> list[dict]:
     """The records of a tokatlas file's bytes (`where` names the file in errors). The file states no record
     count: a whole file is complete by construction, as a truncated one is not JSON and is refused."""
@@ -127,6 +132,15 @@ def parse_tokatlas(data: bytes, where: str) -> list[dict]:
         for key in ("id", "source_url", "quote"):
             if not isinstance(record.get(key), str) or not record[key]:
                 raise PeerFileError(f"{where}: records[{index}]: {key}: missing")
+        for key in _TEXT_FIELDS:  # read as text below: another type is a broken file, named, not an internal error
+            if record.get(key) is not None and not isinstance(record[key], str):
+                raise PeerFileError(f"{where}: records[{index}] ({record['id']}): {key}: not text "
+                                    f"({type(record[key]).__name__})")
+        for key in _NUMBER_FIELDS:
+            value = record.get(key)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float, str))):
+                raise PeerFileError(f"{where}: records[{index}] ({record['id']}): {key}: not a number "
+                                    f"({type(value).__name__})")
     return records
 
 
