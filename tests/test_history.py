@@ -354,3 +354,35 @@ def test_any_relay_gives_way_to_a_direct_reading(served, tmp_path):
     refresh(db, server, "llamacpp-4167")
     after = rows(db, "select status from measurement where id = ?", before[0]["id"])
     assert after[0]["status"] == "superseded"
+
+
+_DENSE = {"source": {"url": "https://example.org/bench.md", "retrieved_at": "2026-12-01",
+                     "quote": "| llama 7B Q4_0 | 3.79 GB | 6.74 B | Metal | 99 | tg128 | 94.27 ± 0.10 |"},
+          "hardware": {"name": "Test Machine"},
+          "model": {"name": "Llama 2 7B", "params_b": 6.74, "file_size_gb": 3.79}, "quantization": "Q4_0",
+          "software": {"name": "llama.cpp", "version": "b6092"},
+          "lengths": {"prompt_tokens": 0, "generated_tokens": 128, "context_depth": 0},
+          "concurrency": {"users": 1, "figure": "per_user"},
+          "nature": {"kind": "measured", "procedure": "llama-bench"}, "phase": "generation", "tokens_per_second": 94.27}
+_BANDWIDTH = """[[hardware]]
+name = "Test Machine"
+memory_bandwidth_gbs = {gbs}
+bandwidth_kind = "vendor"
+bandwidth_source_url = "https://example.org/spec"
+bandwidth_quote = "{gbs} GB/s of memory bandwidth"
+"""
+
+
+def test_l10_a_refusal_accepted_later_is_never_both_refused_and_shown(empty_db, tmp_path):
+    """Probe round 3, L10: refused above the computed maximum, the bandwidth then corrected and the record added
+    again: the figure is shown and its refusal is superseded (kept in the history), not both active."""
+    reference, record = tmp_path / "hw.toml", tmp_path / "r.jsonl"
+    record.write_text(json.dumps(_DENSE) + "\n")
+    reference.write_text(_BANDWIDTH.format(gbs=100))
+    run_cli("reference", str(reference), db=empty_db)
+    assert "above_ceiling" in run_cli("add", str(record), db=empty_db, check=False).stdout
+    reference.write_text(_BANDWIDTH.format(gbs=1000))
+    run_cli("reference", str(reference), "--replace", db=empty_db)
+    run_cli("add", str(record), db=empty_db)
+    assert rows(empty_db, "select status from measurement") == [{"status": "active"}]
+    assert rows(empty_db, "select status from rejection") == [{"status": "superseded"}]

@@ -18,6 +18,7 @@ from sqlmodel import Session
 from . import cli_publish, config, db
 # The refresh and ingest modules (requests, lxml, the extractors) are imported inside their commands, so that the
 # other commands start without them.
+from .history import supersede_refusals_now_accepted
 from .bulk import Read, mapped, read_records
 from .cli_common import EXIT_CODES, DbOption, FilesArgument, TableOrJson, check_choice, fail, open_db
 from .export import FORMATS as EXPORT_FORMATS, ExportError, export as export_records
@@ -250,6 +251,7 @@ def add(
                     if index % 1000 == 0:
                         meter.say(f"{path}: {index} records")
             store.flush()
+            supersede_refusals_now_accepted(session)
             session.commit()
         except RecordFileError as error:
             fail(f"{error}; nothing was stored")
