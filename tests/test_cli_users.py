@@ -109,16 +109,17 @@ build: 7b5c3a1f0 (7120)
 
 
 def test_ingest_says_where_figures_on_another_file_show(tmp_path, small_db):
-    """llama-bench's 3.56 GiB (3.82 GB) Q4_0 is not the 3.79 GB file the reference cites: the tables leave such
-    figures out, and ingest says so and where they show (first-use review, H3)."""
+    """llama-bench's 3.96 GiB (4.25 GB, 12 % more) Q4_0 is not the 3.79 GB file the reference cites (3.56 GiB =
+    3.82 GB would be that file: tpsdb.files): the tables leave such figures out, and ingest says so and where they
+    show (first-use review, H3)."""
     path = tmp_path / "my-4090.md"
-    path.write_text(LLAMA_BENCH_MD, encoding="utf-8")
+    path.write_text(LLAMA_BENCH_MD.replace("3.56 GiB", "3.96 GiB"), encoding="utf-8")
     done = run_cli("ingest", str(path), "--source-url", "https://example.org/my-4090", "--hardware",
                    "NVIDIA GeForce RTX 4090", "--model", "Llama 2 7B", db=small_db)
-    assert "note: Llama 2 7B Q4_0: these figures record a 3.82 GB file, not the 3.79 GB file" in done.stderr
-    assert "tpsdb compare" in done.stderr
+    assert "note: Llama 2 7B Q4_0 4.25 GB is not the file the reference cites (3.79 GB;" in done.stderr
+    assert done.stderr.count("note:") == 1 and "tpsdb compare" in done.stderr
     shown = run_cli("compare", "--hardware", "nvidia geforce rtx 4090", "--model", "llama 2 7b", db=small_db).stdout
-    assert "152.93 ± 0.12  generation  Q4_0 (3.82)" in shown
+    assert "152.93 ± 0.12  generation  Q4_0 (4.25)" in shown
 
 
 def test_validate_into_a_closed_pipe_blames_no_input_file(tmp_path, record):

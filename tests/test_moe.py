@@ -42,7 +42,10 @@ def test_the_real_gpt_oss_figures_are_accepted_with_the_reference_share(seeded, 
         rows = conn.execute("select model, tokens_per_second, calc_ceiling_tps, ceiling_check from measurement_full "
                             "where hardware = 'NVIDIA DGX Spark' and model like 'gpt-oss%' and phase = 'generation' "
                             "and users = 1 and figure = 'per_user'").fetchall()
-        assert conn.execute("select count(*) from rejection where reasons like '%above_ceiling%'").fetchone() == (0,)
+        # none of the seed's gpt-oss figures is refused as above its ceiling (other models' may be: tokatlas relays
+        # 4167 rows on a machine named "M2", whose 100 GB/s no 41.79 t/s on a 7.16 GB file can come from)
+        assert conn.execute("select count(*) from rejection where reasons like '%above_ceiling%' "
+                            "and json_extract(candidate_json, '$.model.name') like 'gpt-oss%'").fetchone() == (0,)
     assert rows and all(check == "checked" and ceiling > tps for _, tps, ceiling, check in rows)
     assert ("gpt-oss 120B", 59.02) in {(m, t) for m, t, _, _ in rows}
     # a record stating no active parameters validates against the database's (as `add` and `validate` both read it)

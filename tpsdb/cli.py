@@ -636,37 +636,8 @@ def ingest(
     for reason, hint in _INGEST_HINTS.items():
         if reason in reasons_seen:
             typer.echo(f"hint: {hint}", err=True)
-    for note in _other_file_notes(engine, source_url):
-        typer.echo(f"note: {note}", err=True)
     typer.echo(_stored_line(counts))
     raise typer.Exit(_stored_code(counts))
-
-
-# A file llama-bench measured whose size differs from the one the reference cites for that model and format: the
-# tables hold the cited file fixed, so the user is told where such figures show (first-use review, H3).
-_OTHER_FILE = """
-SELECT DISTINCT mo.name AS model, f.quantization, f.size_bytes / 1e9 AS size_gb, c.size_bytes / 1e9 AS cited_gb
-FROM measurement m
-JOIN model_file f ON f.id = m.model_file_id
-JOIN model mo ON mo.id = f.model_id
-JOIN model_file c ON c.model_id = f.model_id AND c.quantization = f.quantization AND c.id <> f.id
-                  AND c.size_quote IS NOT NULL
-JOIN source s ON s.id = m.source_id
-WHERE m.status = 'active' AND f.size_quote IS NULL AND s.url = :url
-ORDER BY mo.name, f.quantization
-"""
-
-
-def _other_file_notes(engine, source_url: str) -> list[str]:
-    from sqlalchemy import text
-
-    from .store import source_home
-
-    with engine.connect() as conn:
-        rows = conn.execute(text(_OTHER_FILE), {"url": source_home(source_url)}).all()
-    return [f"{r.model} {r.quantization}: these figures record a {r.size_gb:.2f} GB file, not the {r.cited_gb:.2f} GB "
-            "file the reference cites and the tables hold fixed; they show in `tpsdb compare`, on the site's machine "
-            "and model pages and in figures.html, not in the tables of that file" for r in rows]
 
 
 _INGEST_HINTS = {

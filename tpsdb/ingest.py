@@ -67,6 +67,7 @@ def ingest_files(session: Session, files: list[Path], *, source_url: str, hardwa
                               "ollama, mlx_lm or vLLM/SGLang serving figures found")
         if model:
             _name_the_model(path, candidates, model)
+        noted: set[str] = set()
         for candidate in candidates:
             provenance = Provenance(source=source, snapshot_id=snapshot.id, slot=candidate.slot,
                                     extra_reasons=candidate.reasons)
@@ -74,7 +75,10 @@ def ingest_files(session: Session, files: list[Path], *, source_url: str, hardwa
             counts[result.outcome] += 1
             if result.reasons and on_rejected:
                 on_rejected(f"{path} ({candidate.slot})", result.reasons)
-            if result.refs is not None and on_note and (note := store.file_note(result.refs)):
+            # one note per file and model file: a file's many rows on one other file say it once
+            if result.refs is not None and on_note and (note := store.file_note(result.refs)) \
+                    and note not in noted:
+                noted.add(note)
                 on_note(f"{path} ({candidate.slot})", note)
     store.flush()
     return counts

@@ -425,7 +425,8 @@ class Store:
 
     def file_note(self, refs: tuple) -> str | None:
         """Why a stored figure misses the tables that hold its model's cited file fixed, or None when it does not:
-        its stated size describes another file than the one the reference cites (tpsdb.files)."""
+        its stated size describes another file than the one the reference cites (tpsdb.files); it says where such a
+        figure shows instead. The one wording `ingest` prints (tpsdb.ingest)."""
         _, (name, _, _, size_gb, quantization), _ = refs
         model = self._table(Model, ("name",)).get((name,))
         if model is None:
@@ -435,7 +436,8 @@ class Store:
             return None
         return (f"{name} {quantization} {size_gb:g} GB is not the file the reference cites "
                 f"({', '.join(f'{c:g} GB' for c in cited)}; sizes more than {SAME_FILE_TOLERANCE:.0%} apart are "
-                "other files: tpsdb.files), so the tables that hold that file fixed leave this figure out")
+                "other files: tpsdb.files), so the tables that hold that file fixed leave this figure out; it shows in "
+                "`tpsdb compare`, on the site's machine and model pages and in figures.html")
 
     def software(self, name: str, version: str) -> Software:
         number, commit = parse_version(version)
