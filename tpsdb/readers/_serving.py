@@ -182,9 +182,31 @@ def model_block(found: Checkpoint | None, name: str | None = None) -> dict:
     return block
 
 
+# A benchmark's own server on the loopback address (`vllm serve --host 127.0.0.1`, `http://127.0.0.1:8080`): the
+# row's launch details, not its figure. The seed keeps no loopback address (a test server's would look the same), so a
+# quote stops before the member that names one, and a procedure drops it.
+_LOCAL_HOST = re.compile(r"127\.0\.0\.1|localhost")
+_HOST_OPTION = re.compile(r"\s*--host[ =](?:127\.0\.0\.1|localhost)\b|https?://(?:127\.0\.0\.1|localhost)(?::\d+)?/?")
+
+
+def quote_without_local_host(quote: str, value: Any) -> str:
+    """The quote, or where it names a local host, its exact beginning up to the member that does, as long as that
+    beginning still shows the figure's value (else the whole quote)."""
+    found = _LOCAL_HOST.search(quote)
+    if found is None:
+        return quote
+    cut = quote.rfind(', "', 0, found.start())
+    shown = quote[:cut] if cut > 0 else ""
+    number = f"{value}" if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+    return shown if number is not None and number in shown else quote
+
+
 def candidate(ctx: FileContext, quote: str, slot: str, reasons: list[str], *, software: str | None,
               published_at: str | None = None, author: str | None = None, **fields: Any) -> Candidate:
     """A candidate record (record format v1) naming the software its row ran."""
+    quote = quote_without_local_host(quote, fields.get("value"))
+    if isinstance(fields.get("procedure"), str):
+        fields["procedure"] = _HOST_OPTION.sub("", fields["procedure"])
     return Candidate(new_record(context(ctx, author, published_at), quote, software=software, **fields), slot, reasons)
 
 
