@@ -190,15 +190,40 @@ _HOST_OPTION = re.compile(r"\s*--host[ =](?:127\.0\.0\.1|localhost)\b|https?://(
 
 
 def quote_without_local_host(quote: str, value: Any) -> str:
-    """The quote, or where it names a local host, its exact beginning up to the member that does, as long as that
-    beginning still shows the figure's value (else the whole quote)."""
+    """The quote, or where it names a local host, its exact beginning up to the top-level member that does, as long
+    as that beginning still shows the figure's value (else the whole quote)."""
     found = _LOCAL_HOST.search(quote)
     if found is None:
         return quote
-    cut = quote.rfind(', "', 0, found.start())
-    shown = quote[:cut] if cut > 0 else ""
+    cut = _member_start(quote, found.start())
+    shown = quote[:cut] if cut else ""
     number = f"{value}" if isinstance(value, (int, float)) and not isinstance(value, bool) else None
     return shown if number is not None and number in shown else quote
+
+
+def _member_start(text: str, at: int) -> int | None:
+    """Where the top-level member of the JSON object `text` that holds position `at` begins (its leading comma),
+    or None when `text` is no object or `at` is in its first member."""
+    i = _skip(text, 0)
+    if not text.startswith("{", i):
+        return None
+    i, before = i + 1, None
+    try:
+        while True:
+            start = before if before is not None else i
+            _, i = _DECODER.raw_decode(text, _skip(text, i))  # the key
+            i = _skip(text, i)
+            if not text.startswith(":", i):
+                return None
+            _, i = _DECODER.raw_decode(text, _skip(text, i + 1))  # the value
+            if at < i:
+                return start if before is not None else None
+            i = _skip(text, i)
+            if not text.startswith(",", i):
+                return None
+            before, i = i, i + 1
+    except (json.JSONDecodeError, RecursionError):
+        return None
 
 
 def candidate(ctx: FileContext, quote: str, slot: str, reasons: list[str], *, software: str | None,
