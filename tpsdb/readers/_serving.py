@@ -232,6 +232,9 @@ def candidate(ctx: FileContext, quote: str, slot: str, reasons: list[str], *, so
     quote = quote_without_local_host(quote, fields.get("value"))
     if isinstance(fields.get("procedure"), str):
         fields["procedure"] = _HOST_OPTION.sub("", fields["procedure"])
+    if isinstance(fields.get("options"), dict):
+        fields["options"] = {k: _HOST_OPTION.sub("", v) if isinstance(v, str) else v
+                             for k, v in fields["options"].items()}
     return Candidate(new_record(context(ctx, author, published_at), quote, software=software, **fields), slot, reasons)
 
 
