@@ -36,8 +36,9 @@ from .reference import load_reference as _load_reference_file
 from .reference import models as stored_models_of
 from .store import Busy, Store, lock_for_writing
 
-__all__ = ["ApiError", "BusyError", "Withdrawn", "add", "ingest", "import_peer", "load_reference", "open_database",
-           "read_file", "source_specs", "withdraw", "withdrawal_reason"]
+__all__ = ["ApiError", "BusyError", "Withdrawn", "add", "build_tables", "due_sources", "import_peer", "ingest_files",
+           "load_reference", "load_sources", "open_database", "pick_sources", "read_file", "refresh_sources",
+           "reparse", "run_query", "seeded_sources", "source_specs", "table_definitions", "withdraw", "withdrawal_reason"]
 
 Progress = Callable[[str], None]  # a line of progress text (a terminal shows it, then the next one replaces it)
 OnRejected = Callable[[str, list[str]], None]  # where (FILE:LINE) and the reasons of one rejected record
@@ -163,7 +164,7 @@ def add(engine: Engine, files: Sequence[Path | str], *, timeout: float = DEFAULT
     return counts
 
 
-def ingest(engine: Engine, files: Sequence[Path | str], *, source_url: str, hardware: str | None = None,
+def ingest_files(engine: Engine, files: Sequence[Path | str], *, source_url: str, hardware: str | None = None,
            model: str | None = None, fmt: str | None = None, retrieved_at: str | None = None,
            published_at: str | None = None, timeout: float = DEFAULT_TIMEOUT, on_rejected: OnRejected = _quiet,
            on_note: Callable[[str, str], None] = _quiet, progress: Progress = _quiet) -> Counter:
@@ -171,13 +172,14 @@ def ingest(engine: Engine, files: Sequence[Path | str], *, source_url: str, hard
     in one transaction, with each raw file archived. Returns the counts of Store.put outcomes, as add does; a
     figure lacking a condition is a rejection (on_rejected(where, reasons)). Ingesting the same file twice changes
     nothing. A file that cannot be read stores nothing (ApiError)."""
-    from .ingest import IngestError, ingest_files
+    from .ingest import IngestError
+    from .ingest import ingest_files as store_files
 
     paths = [Path(f) for f in files]
     try:
         with _writing(engine, timeout) as session:
             progress(f"reading {len(paths)} file{'s' if len(paths) != 1 else ''}")
-            counts = ingest_files(session, paths, source_url=source_url, hardware=hardware, fmt=fmt,
+            counts = store_files(session, paths, source_url=source_url, hardware=hardware, fmt=fmt,
                                   retrieved_at=retrieved_at, published_at=published_at, model=model,
                                   on_rejected=on_rejected, on_note=on_note)
             session.commit()
@@ -298,3 +300,127 @@ def import_peer(engine: Engine, fmt: str, file: Path | str, *, specs: dict | Non
     except PeerFileError as error:
         raise ApiError(f"{error}; nothing was stored") from None
     return report
+
+
+def pick_sources(specs: dict, names: Sequence[str]) -> list[str]:
+    """The named sources, or ApiError naming the ones no source file has."""
+    unknown = [n for n in names if n not in specs]
+    if unknown:
+        raise ApiError(f"unknown source {', '.join(unknown)}; known: {', '.join(specs) or 'none'} (see `tpsdb "
+                       "sources`)")
+    return list(names)
+
+
+def due_sources(engine: Engine, specs: dict) -> list[str]:
+    """The sources whose refresh interval has passed."""
+    from .refresh import due_sources as due
+
+    return due(engine, specs)
+
+
+def _run_sources(engine: Engine, keys: Sequence[str], run_one, wait: bool, on_summary) -> list:
+    """Run one source after another under the database's refresh lock (one transaction per source, the engine's):
+    their summaries, each also given to on_summary as it ends. BusyError when another refresh holds the lock."""
+    from .refresh import RefreshBusy, RefreshLockError, refresh_lock
+
+    summaries = []
+    try:
+        with refresh_lock(engine, wait):
+            for key in keys:
+                summaries.append(run_one(key))
+                on_summary(summaries[-1])
+    except RefreshBusy as error:
+        raise BusyError(str(error)) from None
+    except RefreshLockError as error:
+        raise ApiError(str(error)) from None
+    return summaries
+
+
+def refresh_sources(engine: Engine, keys: Sequence[str], *, specs: dict | None = None, sources_dir: Path | None = None,
+            wait: bool = False, session_factory=None, progress: Progress = _quiet, on_summary=_quiet) -> list:
+    """Fetch the named sources, archive every response and store their figures, one transaction per source; a
+    source that fails leaves the database as it was and the others still run. Returns each source's summary
+    (status "failed" for one that failed). session_factory makes the HTTP session (default: the polite one
+    config.http_settings() describes)."""
+    from .refresh import refresh_source
+
+    specs = source_specs(sources_dir) if specs is None else specs
+    keys = pick_sources(specs, keys)
+    factory = session_factory or _http_session
+    return _run_sources(engine, keys, lambda key: refresh_source(engine, specs[key], session_factory=factory,
+                                                                 progress=progress), wait, on_summary)
+
+
+def _http_session():
+    from .collect.http import PoliteSession
+
+    return PoliteSession(**config.http_settings())
+
+
+def load_sources(engine: Engine, keys: Sequence[str], *, shared: Path = Path("../shared"),
+                 specs: dict | None = None, sources_dir: Path | None = None, progress: Progress = _quiet,
+                 on_summary=_quiet) -> list:
+    """Store sources from their [seed] copies, offline, through the same kind and engine as a refresh (one
+    transaction per source). Returns each source's summary."""
+    from .seedload import load_source
+
+    specs = source_specs(sources_dir) if specs is None else specs
+    keys = pick_sources(specs, keys)
+    return _run_sources(engine, keys, lambda key: load_source(engine, specs[key], shared, progress=progress),
+                        False, on_summary)
+
+
+def seeded_sources(specs: dict) -> list[str]:
+    """The sources whose file has a [seed] table (what load_sources can load)."""
+    from .seedload import has_seed
+
+    return [key for key, spec in specs.items() if has_seed(spec)]
+
+
+def reparse(engine: Engine, keys: Sequence[str], *, specs: dict | None = None, sources_dir: Path | None = None,
+            progress: Progress = _quiet, on_summary=_quiet) -> list:
+    """Re-derive every figure of the named sources from the archived pages of their last run, without the network
+    (waiting for a refresh that runs). Returns each source's summary."""
+    from .refresh import reparse_source
+
+    specs = source_specs(sources_dir) if specs is None else specs
+    keys = pick_sources(specs, keys)
+    return _run_sources(engine, keys, lambda key: reparse_source(engine, specs[key], progress=progress), True,
+                        on_summary)
+
+
+# ----------------------------------------------------------------------------------------------- reading
+def table_definitions(names: Sequence[str] | None = None, tables_dir: Path | None = None) -> list:
+    """The table definitions (tables/*.toml, or tables_dir) named, in the order given, or all; ApiError for a
+    definition that cannot be read or a name none has."""
+    from .publish.definitions import DefinitionError, load_definitions, select
+
+    try:
+        return select(load_definitions(tables_dir or config.TABLES_DIR), list(names) if names else None)
+    except DefinitionError as error:
+        raise ApiError(str(error)) from None
+
+
+def build_tables(engine: Engine, names: Sequence[str] | None = None, *, tables_dir: Path | None = None,
+                 definitions: list | None = None) -> list:
+    """Build the published tables (names: which, default all; or the definitions already read) from the database:
+    the built tables, for tpsdb.publish.render (render(table, "md"))."""
+    from .publish.tables import build_tables as build
+
+    return build(engine, table_definitions(names, tables_dir) if definitions is None else definitions)
+
+
+def run_query(sql: str, url: str | None = None, *, timeout: float | None = None,
+          limit: int | None = None) -> tuple[list[str], list[tuple]]:
+    """Run one SQL statement read-only (anything but reading is refused): its column names and rows (at most
+    limit of them). ApiError with the query's one-line message when it cannot run."""
+    from itertools import islice
+
+    from .query import DEFAULT_TIMEOUT as QUERY_TIMEOUT
+    from .query import QueryError, run_readonly
+
+    try:
+        with run_readonly(sql, url, QUERY_TIMEOUT if timeout is None else timeout) as (columns, rows):
+            return list(columns), list(islice(rows, limit))
+    except QueryError as error:
+        raise ApiError(str(error)) from None

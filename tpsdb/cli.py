@@ -363,10 +363,10 @@ def _specs(sources_dir: Path | None) -> dict:
 
 
 def _pick(specs: dict, names: list[str]) -> list[str]:
-    unknown = [n for n in names if n not in specs]
-    if unknown:
-        fail(f"unknown source {', '.join(unknown)}; known: {', '.join(specs) or 'none'} (see `tpsdb sources`)")
-    return names
+    try:
+        return api.pick_sources(specs, names)
+    except api.ApiError as error:
+        fail(error.message, error.code)
 
 
 SourcesDir = Annotated[Optional[Path], typer.Option("--sources-dir", metavar="DIR",
@@ -389,18 +389,15 @@ def refresh(
     was; the others still run. Exit status: 0 when every source succeeded, 1 when one failed, 2 when the lock
     file is a link, 3 when another refresh holds the database.
     """
-    from .refresh import due_sources, refresh_source
-
     check_choice("--format", fmt, ("table", "json"))
     specs = _specs(sources_dir)
     if not names and not due:
         fail("name the sources to refresh, or pass --due (see `tpsdb sources`)")
     engine = open_db(db_url)
-    keys = _pick(specs, names or []) if names else due_sources(engine, specs)
+    keys = _pick(specs, names or []) if names else api.due_sources(engine, specs)
     meter = Progress("refresh")
-    _run_sources(engine, keys, lambda key: refresh_source(engine, specs[key], session_factory=_http_session,
-                                                          progress=meter.say), as_json=fmt == "json", wait=wait,
-                 meter=meter)
+    _run_sources(lambda on_summary: api.refresh_sources(engine, keys, specs=specs, wait=wait, progress=meter.say,
+                                                on_summary=on_summary), as_json=fmt == "json", meter=meter)
     if not keys and fmt != "json":
         typer.echo("no source is due")
 
@@ -417,45 +414,34 @@ def load(
 ) -> None:
     """Store sources from their [seed] copies (files copied from where they live), offline, through the same kind
     and engine as a refresh: one transaction per source, each copy cited at its commit. Exit 1 if one failed."""
-    from .seedload import has_seed, load_source
-
     check_choice("--format", fmt, ("table", "json"))
     specs = _specs(sources_dir)
     if not names and not seeded:
         fail("name the sources to load, or pass --seeded (every source file with a [seed] table)")
-    keys = _pick(specs, names) if names else [key for key, spec in specs.items() if has_seed(spec)]
+    keys = _pick(specs, names) if names else api.seeded_sources(specs)
     engine = open_db(db_url)
     meter = Progress("load")
-    _run_sources(engine, keys, lambda key: load_source(engine, specs[key], shared, progress=meter.say),
-                 as_json=fmt == "json", wait=False, meter=meter)
+    _run_sources(lambda on_summary: api.load_sources(engine, keys, shared=shared, specs=specs, progress=meter.say,
+                                                     on_summary=on_summary), as_json=fmt == "json", meter=meter)
 
 
-def _run_sources(engine, keys: list[str], run_one, *, as_json: bool, wait: bool, meter: Progress) -> None:
-    """Run one source after another under the database's refresh lock; print; exit 1 if one failed."""
-    from .refresh import RefreshBusy, RefreshLockError, refresh_lock
+def _run_sources(run, *, as_json: bool, meter: Progress) -> None:
+    """Run the sources through the API (run(on_summary)); print each summary as its source ends; exit 1 if one
+    failed."""
 
-    summaries = []
+    def ended(summary) -> None:
+        meter.close()  # the progress line gives way to the source's summary
+        if not as_json:
+            typer.echo(_summary_line(summary))
+
     try:
-        with refresh_lock(engine, wait):
-            for key in keys:
-                summaries.append(run_one(key))
-                meter.close()  # the progress line gives way to the source's summary
-                if not as_json:
-                    typer.echo(_summary_line(summaries[-1]))
-    except RefreshBusy as error:
-        fail(str(error), code=3)
-    except RefreshLockError as error:
-        fail(str(error))
+        summaries = run(ended)
+    except api.ApiError as error:
+        fail(error.message, error.code)
     if as_json:
         typer.echo(json.dumps([s.as_dict() for s in summaries], indent=1))
     if any(s.status == "failed" for s in summaries):
         raise typer.Exit(1)
-
-
-def _http_session():
-    from .collect.http import PoliteSession
-
-    return PoliteSession(**config.http_settings())
 
 
 def _summary_line(s) -> str:
@@ -476,15 +462,13 @@ def reparse(
 
     Use it after a parser improvement: figures that read the same keep their ids, the others are superseded.
     """
-    from .refresh import reparse_source
-
     check_choice("--format", fmt, ("table", "json"))
     specs = _specs(sources_dir)
     engine = open_db(db_url)
     keys = _pick(specs, names) if names else list(specs)
     meter = Progress("reparse")
-    _run_sources(engine, keys, lambda key: reparse_source(engine, specs[key], progress=meter.say), meter=meter,
-                 as_json=fmt == "json", wait=True)
+    _run_sources(lambda on_summary: api.reparse(engine, keys, specs=specs, progress=meter.say,
+                                                on_summary=on_summary), as_json=fmt == "json", meter=meter)
 
 
 @app.command("sources")
@@ -543,7 +527,7 @@ def ingest(
 
     with Progress("ingest") as meter:
         try:
-            counts = api.ingest(engine, files, source_url=source_url, hardware=hardware, fmt=fmt,
+            counts = api.ingest_files(engine, files, source_url=source_url, hardware=hardware, fmt=fmt,
                                 retrieved_at=retrieved_at, published_at=published_at, model=model, timeout=timeout,
                                 on_rejected=rejected, progress=lambda text: meter.say(text, final=True),
                                 on_note=lambda where, note: typer.echo(f"{where}: note: {note}", err=True))
