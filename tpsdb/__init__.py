@@ -10,8 +10,8 @@ from .version import __version__ as __version__
 
 # Named unlike the package's modules (tpsdb.ingest, tpsdb.refresh, tpsdb.query): once a module is imported it is
 # an attribute of the package, and would hide a function of the same name.
-__all__ = ["ApiError", "BusyError", "add", "build_tables", "import_peer", "ingest_files", "load_reference",
-           "load_sources", "open_database", "refresh_sources", "reparse", "run_query", "source_specs", "withdraw"]
+__all__ = ["ApiError", "BusyError", "add", "build_tables", "create_database", "import_peer", "ingest_files",
+           "load_reference", "load_sources", "open_database", "refresh_sources", "reparse", "run_query", "source_specs", "withdraw"]
 
 
 def __getattr__(name: str):

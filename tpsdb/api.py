@@ -36,7 +36,7 @@ from .reference import load_reference as _load_reference_file
 from .reference import models as stored_models_of
 from .store import Busy, Store, lock_for_writing
 
-__all__ = ["ApiError", "BusyError", "Withdrawn", "add", "build_tables", "due_sources", "import_peer", "ingest_files",
+__all__ = ["ApiError", "BusyError", "Withdrawn", "add", "build_tables", "create_database", "due_sources", "import_peer", "ingest_files",
            "load_reference", "load_sources", "open_database", "pick_sources", "read_file", "refresh_sources",
            "reparse", "run_query", "seeded_sources", "source_specs", "table_definitions", "withdraw", "withdrawal_reason"]
 
@@ -85,6 +85,19 @@ def open_database(url: str | None = None) -> Engine:
             raise
         raise ApiError(*known) from None
     return engine
+
+
+def create_database(url: str | None = None, seed: bool = True) -> int | None:
+    """Create the database (url as for open_database) or upgrade it to the latest schema; an empty one gets the
+    curated seed (data/seed.sql) unless seed=False. Returns the number of seed rows loaded (None: none loaded).
+    ApiError when it cannot be created or upgraded."""
+    try:
+        engine = db.create_database(url)
+        count = db.init_database(engine, config.SEED_SQL if seed else None)
+    except db.DatabaseError as error:
+        raise ApiError(str(error)) from None
+    engine.dispose()  # its transactions take the write lock; what follows only reads
+    return count
 
 
 def _writing(engine: Engine, timeout: float) -> Session:

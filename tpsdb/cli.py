@@ -60,11 +60,9 @@ def init(
     Then print a summary of what the database holds.
     """
     try:
-        engine = db.create_database(db_url)
-        count = db.init_database(engine, config.SEED_SQL if seed else None)
-    except db.DatabaseError as error:
-        fail(str(error))
-    engine.dispose()  # its transactions take the write lock; the summary only reads
+        count = api.create_database(db_url, seed)
+    except api.ApiError as error:
+        fail(error.message, error.code)
     if count is not None:
         typer.echo(f"loaded {config.SEED_SQL.name}: {count} rows", err=True)
     typer.echo(summary_text(db.make_engine(db_url)))
