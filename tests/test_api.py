@@ -124,3 +124,19 @@ def test_every_exported_name_is_the_api_function_even_after_the_modules_load():
     from tpsdb import api
 
     assert all(getattr(tpsdb, name) is getattr(api, name) for name in tpsdb.__all__)
+
+
+def test_import_takes_the_write_lock_too(tmp_path, empty_db):
+    """It used to write without it (issue 17): a peer's import while another process writes is told busy before
+    it reads its file, and the command exits 3 as add does."""
+    peer_file = tmp_path / "peer.json"
+    peer_file.write_text("[]", encoding="utf-8")
+    holder = _hold_write_lock(empty_db)
+    try:
+        with pytest.raises(tpsdb.BusyError):
+            tpsdb.import_peer(tpsdb.open_database(str(empty_db)), "tokatlas", peer_file, specs={}, timeout=0.2)
+        with pytest.raises(tpsdb.ApiError, match="FORMAT"):
+            tpsdb.import_peer(tpsdb.open_database(str(empty_db)), "nope", peer_file, specs={})
+    finally:
+        holder.rollback()
+        holder.close()
