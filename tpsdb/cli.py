@@ -12,24 +12,18 @@ from pathlib import Path
 from typing import Annotated, Iterator, Optional
 
 import typer
-from sqlalchemy.exc import DBAPIError
-from sqlmodel import Session
 
-from . import cli_publish, config, db
+from . import api, cli_publish, config, db
 # The refresh and ingest modules (requests, lxml, the extractors) are imported inside their commands, so that the
 # other commands start without them.
-from .history import supersede_refusals_now_accepted
-from .bulk import Read, mapped, read_records
+from .bulk import Read
 from .cli_common import EXIT_CODES, DbOption, FilesArgument, TableOrJson, check_choice, fail, open_db
 from .export import FORMATS as EXPORT_FORMATS, ExportError, export as export_records
 from .query import DEFAULT_LIMIT, DEFAULT_TIMEOUT, Limited, QueryError, render, run_readonly, write
 from .record import RecordFileError
-from .reference import ReferenceError, load_reference, reference_facts, stored_facts
-from .reference import bandwidths as stored_bandwidths_of
-from .reference import models as stored_models_of
+from .reference import reference_facts, stored_facts
 from .output import os_error_text, write_atomic
 from .progress import Progress
-from .store import Busy, Store, lock_for_writing
 from .summary import summary_text
 
 app = typer.Typer(
@@ -45,17 +39,9 @@ app = typer.Typer(
 
 def read_file(path: Path, bandwidths: dict[str, float], models: dict | None = None,
               strict: bool = False) -> Iterator[Read]:
-    """The records of one file (`-`: standard input) as read (see tpsdb.bulk.read_records); a file without
-    records is a warning. Raises OSError and RecordFileError: strict, at the first line that is not a record (raised
-    here, where the reader can tell a file changed under it)."""
-    count = 0
-    with mapped(path) as data:
-        for count, read in enumerate(read_records(str(path), data, bandwidths, models), 1):
-            if strict and read.prepared is None:
-                raise RecordFileError(f"{read.where}: {read.unreadable}")
-            yield read
-    if count == 0:
-        typer.echo(f"warning: 0 records in {path}", err=True)
+    """The records of one file as `validate` and `add` read them (tpsdb.api.read_file), warning on standard error
+    of a file without records."""
+    return api.read_file(path, bandwidths, models, strict, on_warning=lambda text: typer.echo(text, err=True))
 
 
 def _reasons_line(where: str, reasons: list[str]) -> str:
@@ -74,11 +60,9 @@ def init(
     Then print a summary of what the database holds.
     """
     try:
-        engine = db.create_database(db_url)
-        count = db.init_database(engine, config.SEED_SQL if seed else None)
-    except db.DatabaseError as error:
-        fail(str(error))
-    engine.dispose()  # its transactions take the write lock; the summary only reads
+        count = api.create_database(db_url, seed)
+    except api.ApiError as error:
+        fail(error.message, error.code)
     if count is not None:
         typer.echo(f"loaded {config.SEED_SQL.name}: {count} rows", err=True)
     typer.echo(summary_text(db.make_engine(db_url)))
@@ -144,25 +128,17 @@ def reference(
     naming both, unless --replace. Any error stores nothing. Exit status: 0 stored, 2 refused, 3 database busy.
     """
     engine = open_db(db_url)
-    with Session(engine) as session:
-        try:
-            lock_for_writing(session, 60)
-        except Busy as error:
-            fail(f"{db.name_of(engine)}: {error}", code=3)
-        try:
-            for path in files:
-                counts, replaced = load_reference(session, path, replace=replace)
-                typer.echo(f"{path}: {counts['hardware']} hardware, {counts['model_file']} model files, "
-                           f"{counts['model']} models", err=True)
-                for change in replaced:
-                    typer.echo(f"{path}: replaced {change}", err=True)
-        except ReferenceError as error:
-            session.rollback()
-            fail(f"{error}; nothing was stored")
-        except OSError as error:
-            session.rollback()
-            fail(f"{os_error_text(error, path)}; nothing was stored")
-        session.commit()
+
+    def loaded(path: Path, counts: dict, replaced: list[str]) -> None:
+        typer.echo(f"{path}: {counts['hardware']} hardware, {counts['model_file']} model files, "
+                   f"{counts['model']} models", err=True)
+        for change in replaced:
+            typer.echo(f"{path}: replaced {change}", err=True)
+
+    try:
+        api.load_reference(engine, files, replace=replace, on_file=loaded)
+    except api.ApiError as error:
+        fail(error.message, error.code)
 
 
 # ---------------------------------------------------------------------------------------------- records
@@ -229,43 +205,13 @@ def add(
     the database for longer than --timeout.
     """
     engine = open_db(db_url)
-    counts: Counter = Counter()
-    meter = Progress("add")  # on a terminal only
-    with Session(engine) as session, meter:
+    with Progress("add") as meter:  # on a terminal only
         try:
-            lock_for_writing(session, timeout)  # before anything is read: a concurrent add's rows are then seen
-        except Busy as error:
-            fail(f"{db.name_of(engine)}: {error}", code=3)
-        store = Store(session)
-        bandwidths, models = stored_bandwidths_of(session), stored_models_of(session)
-        # Records and rows hold no reference cycles; the cyclic GC would only rescan every object a bulk add
-        # creates, over and over (measured: more than half the time of a 100,000-record add).
-        gc.disable()
-        try:
-            for path in files:
-                for index, read in enumerate(read_file(path, bandwidths, models, strict=True), 1):
-                    result = store.put_prepared(read.prepared)
-                    counts[result.outcome] += 1
-                    if result.reasons:  # as validate prints them, with the reasons only the database knows
-                        typer.echo(_reasons_line(read.where, result.reasons))
-                    if index % 1000 == 0:
-                        meter.say(f"{path}: {index} records")
-            store.flush()
-            supersede_refusals_now_accepted(session)
-            session.commit()
-        except RecordFileError as error:
-            fail(f"{error}; nothing was stored")
-        except OSError as error:
-            fail(f"{os_error_text(error, path)}; nothing was stored")
-        except (OverflowError, DBAPIError) as error:  # a value the database cannot hold, a full disk…
-            known = db.explain(error)
-            if known:
-                fail(known[0], code=known[1])
-            why = str(getattr(error, "orig", None) or error).splitlines()[0]  # not the thousands of parameters
-            fail(f"{db.name_of(engine)}: cannot store the records of {', '.join(map(str, files))}: {why}; "
-                 "nothing was stored")
-        finally:
-            gc.enable()
+            counts = api.add(engine, files, timeout=timeout, progress=meter.say,
+                             on_rejected=lambda where, reasons: typer.echo(_reasons_line(where, reasons)),
+                             on_warning=lambda text: typer.echo(text, err=True))
+        except api.ApiError as error:
+            fail(error.message, error.code)
     typer.echo(_stored_line(counts))
     raise typer.Exit(_stored_code(counts))
 
@@ -286,38 +232,17 @@ def withdraw(
     A figure of a source that `tpsdb refresh` reads (a file in sources/) is refused: the next refresh would read it
     again; correct the source instead. Exit status: 0 withdrawn, 2 refused (nothing changed).
     """
-    from datetime import datetime, timezone
-
-    from .models import Measurement, Source, Status, Withdrawal
-    from .record import MAX_NAME_BYTES, _check_name
-
-    why = why.strip()
-    problems: list[str] = []
-    _check_name(why, "--why", problems)  # a name's rule: one line, no control character, at most 500 bytes
-    if not why or problems:
-        fail(f"--why: give a reason on one line, at most {MAX_NAME_BYTES} bytes (e.g. --why \"wrong machine\")")
+    try:
+        why = api.withdrawal_reason(why)  # before the database is opened
+    except api.ApiError as error:
+        fail(error.message, error.code)
     engine = open_db(db_url)
-    with Session(engine) as session:
-        try:
-            lock_for_writing(session, timeout)
-        except Busy as error:
-            fail(f"{db.name_of(engine)}: {error}", code=3)
-        figure = session.get(Measurement, measurement_id)
-        if figure is None:
-            fail(f"figure {measurement_id}: no such measurement in {db.name_of(engine)}")
-        if figure.status != Status.active:
-            fail(f"figure {measurement_id}: already {figure.status}; nothing changed")
-        source = session.get(Source, figure.source_id)
-        if source is not None and source.key:
-            fail(f"figure {measurement_id} comes from {source.key} ({source.url}), which `tpsdb refresh` reads: the "
-                 "next refresh would read it again; nothing changed")
-        figure.status = Status.withdrawn
-        session.add(figure)
-        session.add(Withdrawal(measurement_id=measurement_id, why=why,
-                               withdrawn_at=datetime.now(timezone.utc).isoformat(timespec="seconds")))
-        session.commit()
-        typer.echo(f"withdrew figure {measurement_id} ({figure.tokens_per_second:g} tokens/s, from "
-                   f"{figure.source_url}): {why}; kept in the history (measurement_history, status withdrawn)")
+    try:
+        done = api.withdraw(engine, measurement_id, why, timeout=timeout)
+    except api.ApiError as error:
+        fail(error.message, error.code)
+    typer.echo(f"withdrew figure {measurement_id} ({done.tokens_per_second:g} tokens/s, from "
+               f"{done.source_url}): {done.why}; kept in the history (measurement_history, status withdrawn)")
 
 
 def _stored_line(counts: Counter) -> str:
@@ -429,20 +354,17 @@ def query(
 
 # ---------------------------------------------------------------------------------------------- sources
 def _specs(sources_dir: Path | None) -> dict:
-    from .kinds import load_sources
-    from .sources import SourceFileError
-
     try:
-        return load_sources(sources_dir)
-    except (SourceFileError, OSError) as error:
-        fail(str(error))
+        return api.source_specs(sources_dir)
+    except api.ApiError as error:
+        fail(error.message, error.code)
 
 
 def _pick(specs: dict, names: list[str]) -> list[str]:
-    unknown = [n for n in names if n not in specs]
-    if unknown:
-        fail(f"unknown source {', '.join(unknown)}; known: {', '.join(specs) or 'none'} (see `tpsdb sources`)")
-    return names
+    try:
+        return api.pick_sources(specs, names)
+    except api.ApiError as error:
+        fail(error.message, error.code)
 
 
 SourcesDir = Annotated[Optional[Path], typer.Option("--sources-dir", metavar="DIR",
@@ -465,18 +387,15 @@ def refresh(
     was; the others still run. Exit status: 0 when every source succeeded, 1 when one failed, 2 when the lock
     file is a link, 3 when another refresh holds the database.
     """
-    from .refresh import due_sources, refresh_source
-
     check_choice("--format", fmt, ("table", "json"))
     specs = _specs(sources_dir)
     if not names and not due:
         fail("name the sources to refresh, or pass --due (see `tpsdb sources`)")
     engine = open_db(db_url)
-    keys = _pick(specs, names or []) if names else due_sources(engine, specs)
+    keys = _pick(specs, names or []) if names else api.due_sources(engine, specs)
     meter = Progress("refresh")
-    _run_sources(engine, keys, lambda key: refresh_source(engine, specs[key], session_factory=_http_session,
-                                                          progress=meter.say), as_json=fmt == "json", wait=wait,
-                 meter=meter)
+    _run_sources(lambda on_summary: api.refresh_sources(engine, keys, specs=specs, wait=wait, progress=meter.say,
+                                                on_summary=on_summary), as_json=fmt == "json", meter=meter)
     if not keys and fmt != "json":
         typer.echo("no source is due")
 
@@ -493,45 +412,34 @@ def load(
 ) -> None:
     """Store sources from their [seed] copies (files copied from where they live), offline, through the same kind
     and engine as a refresh: one transaction per source, each copy cited at its commit. Exit 1 if one failed."""
-    from .seedload import has_seed, load_source
-
     check_choice("--format", fmt, ("table", "json"))
     specs = _specs(sources_dir)
     if not names and not seeded:
         fail("name the sources to load, or pass --seeded (every source file with a [seed] table)")
-    keys = _pick(specs, names) if names else [key for key, spec in specs.items() if has_seed(spec)]
+    keys = _pick(specs, names) if names else api.seeded_sources(specs)
     engine = open_db(db_url)
     meter = Progress("load")
-    _run_sources(engine, keys, lambda key: load_source(engine, specs[key], shared, progress=meter.say),
-                 as_json=fmt == "json", wait=False, meter=meter)
+    _run_sources(lambda on_summary: api.load_sources(engine, keys, shared=shared, specs=specs, progress=meter.say,
+                                                     on_summary=on_summary), as_json=fmt == "json", meter=meter)
 
 
-def _run_sources(engine, keys: list[str], run_one, *, as_json: bool, wait: bool, meter: Progress) -> None:
-    """Run one source after another under the database's refresh lock; print; exit 1 if one failed."""
-    from .refresh import RefreshBusy, RefreshLockError, refresh_lock
+def _run_sources(run, *, as_json: bool, meter: Progress) -> None:
+    """Run the sources through the API (run(on_summary)); print each summary as its source ends; exit 1 if one
+    failed."""
 
-    summaries = []
+    def ended(summary) -> None:
+        meter.close()  # the progress line gives way to the source's summary
+        if not as_json:
+            typer.echo(_summary_line(summary))
+
     try:
-        with refresh_lock(engine, wait):
-            for key in keys:
-                summaries.append(run_one(key))
-                meter.close()  # the progress line gives way to the source's summary
-                if not as_json:
-                    typer.echo(_summary_line(summaries[-1]))
-    except RefreshBusy as error:
-        fail(str(error), code=3)
-    except RefreshLockError as error:
-        fail(str(error))
+        summaries = run(ended)
+    except api.ApiError as error:
+        fail(error.message, error.code)
     if as_json:
         typer.echo(json.dumps([s.as_dict() for s in summaries], indent=1))
     if any(s.status == "failed" for s in summaries):
         raise typer.Exit(1)
-
-
-def _http_session():
-    from .collect.http import PoliteSession
-
-    return PoliteSession(**config.http_settings())
 
 
 def _summary_line(s) -> str:
@@ -552,15 +460,13 @@ def reparse(
 
     Use it after a parser improvement: figures that read the same keep their ids, the others are superseded.
     """
-    from .refresh import reparse_source
-
     check_choice("--format", fmt, ("table", "json"))
     specs = _specs(sources_dir)
     engine = open_db(db_url)
     keys = _pick(specs, names) if names else list(specs)
     meter = Progress("reparse")
-    _run_sources(engine, keys, lambda key: reparse_source(engine, specs[key], progress=meter.say), meter=meter,
-                 as_json=fmt == "json", wait=True)
+    _run_sources(lambda on_summary: api.reparse(engine, keys, specs=specs, progress=meter.say,
+                                                on_summary=on_summary), as_json=fmt == "json", meter=meter)
 
 
 @app.command("sources")
@@ -610,8 +516,6 @@ def ingest(
 
     Exit status: as `add`: 0 every figure accepted, 1 some rejected, 2 an error (nothing stored), 3 busy.
     """
-    from .ingest import IngestError, ingest_files
-
     engine = open_db(db_url)
     reasons_seen: set[str] = set()
 
@@ -619,20 +523,14 @@ def ingest(
         reasons_seen.update(reasons)
         typer.echo(_reasons_line(where, reasons))
 
-    try:
-        with Session(engine) as session, Progress("ingest") as meter:
-            try:
-                lock_for_writing(session, timeout)
-            except Busy as error:
-                fail(f"{db.name_of(engine)}: {error}", code=3)
-            meter.say(f"reading {len(files)} file{'s' if len(files) != 1 else ''}", final=True)
-            counts = ingest_files(session, files, source_url=source_url, hardware=hardware, fmt=fmt,
-                                  retrieved_at=retrieved_at, published_at=published_at, model=model,
-                                  on_rejected=rejected,
-                                  on_note=lambda where, note: typer.echo(f"{where}: note: {note}", err=True))
-            session.commit()
-    except IngestError as error:
-        fail(f"{error}; nothing was stored")
+    with Progress("ingest") as meter:
+        try:
+            counts = api.ingest_files(engine, files, source_url=source_url, hardware=hardware, fmt=fmt,
+                                retrieved_at=retrieved_at, published_at=published_at, model=model, timeout=timeout,
+                                on_rejected=rejected, progress=lambda text: meter.say(text, final=True),
+                                on_note=lambda where, note: typer.echo(f"{where}: note: {note}", err=True))
+        except api.ApiError as error:
+            fail(error.message, error.code)
     for reason, hint in _INGEST_HINTS.items():
         if reason in reasons_seen:
             typer.echo(f"hint: {hint}", err=True)
@@ -656,19 +554,16 @@ def import_cmd(
     """Store the figures another dataset relayed, naming it as `source.via`; figures lacking a condition are kept
     as rejections. A post already read directly keeps its direct figures (the relayed ones are superseded).
     """
-    from .peers import FORMATS, PeerFileError, import_tokatlas
+    from .peers import FORMATS
 
     check_choice("FORMAT", fmt, FORMATS)
     specs = _specs(sources_dir)
     engine = open_db(db_url)
-    try:
-        with Session(engine) as session, Progress("import") as meter:
-            meter.say(f"reading {file}", final=True)
-            report = import_tokatlas(session, file, specs)
-            meter.say(f"storing {report.figures} figures", final=True)
-            session.commit()
-    except PeerFileError as error:
-        fail(f"{error}; nothing was stored")
+    with Progress("import") as meter:
+        try:
+            report = api.import_peer(engine, fmt, file, specs=specs, progress=lambda text: meter.say(text, final=True))
+        except api.ApiError as error:
+            fail(error.message, error.code)
     typer.echo(f"{file}: {report.records} records, {report.figures} figures "
                f"({report.protocol_applied} records read with their thread's protocol); "
                f"{report.superseded} relayed figures superseded by direct readings")

@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Annotated, NoReturn, Optional
 
 import typer
-
-from . import config, db
 
 DbOption = Annotated[
     Optional[str],
@@ -48,20 +45,11 @@ def check_choice(option: str, value: str, choices) -> None:
 
 
 def open_db(url: str | None):
-    """An engine on an existing database whose schema is at head, or one `error:` line saying what to do.
+    """An engine on an existing database whose schema is at head (tpsdb.api.open_database), or one `error:` line
+    saying what to do."""
+    from .api import ApiError, open_database
 
-    The one place commands open a database: none of them creates a file or folder (only `init` does), so a mistyped
-    path is an error, not a new empty database."""
-    url = config.database_url(url)
     try:
-        path = db.sqlite_path(url)
-        if path and not os.path.isfile(path):
-            what = "is not a file" if os.path.exists(path) else "does not exist"
-            raise db.DatabaseError(f"{path} {what}; run `tpsdb init --db {path}` to create a database there")
-        engine = db.make_engine(url)
-        db.require_schema(engine)
-    except Exception as error:  # a corrupt file, an unreachable server, a missing driver...
-        if (known := db.explain(error)) is None:
-            raise
-        fail(*known)
-    return engine
+        return open_database(url)
+    except ApiError as error:
+        fail(error.message, error.code)

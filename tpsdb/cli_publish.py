@@ -24,12 +24,12 @@ TablesDirOption = Annotated[
 
 
 def _definitions(tables_dir: Path, names: list[str] | None):
-    from .publish.definitions import DefinitionError, load_definitions, select
+    from .api import ApiError, table_definitions
 
     try:
-        return select(load_definitions(tables_dir), names)
-    except DefinitionError as error:
-        fail(str(error))
+        return table_definitions(names, tables_dir)
+    except ApiError as error:
+        fail(error.message, error.code)
 
 
 def tables(
@@ -52,9 +52,9 @@ def tables(
     check_choice("--format", fmt, FORMATS)
     definitions = _definitions(tables_dir, names)
     engine = open_db(db_url)
-    from .publish.tables import build_tables
+    from .api import build_tables
 
-    built = build_tables(engine, definitions)
+    built = build_tables(engine, definitions=definitions)
     if out is None:
         typer.echo(render(built[0], fmt) if len(built) == 1 else render_many(built, fmt), nl=False)
         return

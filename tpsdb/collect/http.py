@@ -35,7 +35,7 @@ from requests.adapters import HTTPAdapter
 from urllib3.exceptions import NameResolutionError, NewConnectionError
 from tenacity import RetryError, Retrying, retry_if_exception_type, stop_after_attempt, stop_before_delay
 
-from tpsdb import __version__
+from tpsdb.version import __version__
 
 PROJECT_URL = "https://github.com/tpsdb/tpsdb"
 DEFAULT_USER_AGENT = f"tpsdb/{__version__} (+{PROJECT_URL}; speed-figure provenance tracker)"

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath, PureWindowsPath
 
 from tpsdb.collect import llamabench as lb
-from tpsdb.collect.extract import (
+from tpsdb.collect.reading import (
     SAMPLING_SPEED, Candidate, Reading, command_run_options, new_record, refuse_unstorable_numbers,
 )
 from tpsdb.record import named_quantization
