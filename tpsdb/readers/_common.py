@@ -9,6 +9,31 @@ import json
 from tpsdb.collect.extract import PostContext
 from tpsdb.readers import FileContext
 
+_DECODER = json.JSONDecoder()
+
+
+def loads(text: str | bytes, where: str) -> object:
+    """json.loads, with a document nested deeper than Python's JSON reader follows as a ValueError naming `where`
+    (a reader's callers take a ValueError as "not a file of this schema"; a RecursionError would be a crash)."""
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise ValueError(f"{where}: nested too deeply to read as JSON") from None
+
+
+def raw_decode(text: str, position: int, where: str) -> tuple[object, int]:
+    """JSONDecoder.raw_decode at `position`, too deep a value a ValueError naming `where` (as `loads`)."""
+    try:
+        return _DECODER.raw_decode(text, position)
+    except RecursionError:
+        raise ValueError(f"{where}: nested too deeply to read as JSON (at character {position})") from None
+
+
+def jsonl_lines(text: str) -> list[str]:
+    """The lines of a JSONL text, split at "\n" only (a "\r" before it dropped): str.splitlines would also split
+    at U+2028, U+2029, \x1c… that a JSON string may hold raw, cutting one record in two."""
+    return [line.removesuffix("\r") for line in text.split("\n")]
+
 
 def post_context(ctx: FileContext, protocol: dict | None = None) -> PostContext:
     """The provenance every candidate of this file carries: the file at its commit, its date, no author."""
@@ -23,7 +48,7 @@ def array_spans(text: str, key: str) -> list[tuple[dict, str]]:
     if at < 0:
         raise ValueError(f"{key}: missing (not a file of this schema)")
     position = text.index("[", at) + 1
-    decoder, spans = json.JSONDecoder(), []
+    spans = []
     while True:
         while position < len(text) and text[position] in " \t\r\n,":
             position += 1
@@ -31,7 +56,7 @@ def array_spans(text: str, key: str) -> list[tuple[dict, str]]:
             raise ValueError(f"{key}: the array is never closed")
         if text[position] == "]":
             return spans
-        obj, end = decoder.raw_decode(text, position)
+        obj, end = raw_decode(text, position, key)
         if isinstance(obj, dict):
             spans.append((obj, text[position:end]))
         position = end
@@ -48,7 +73,7 @@ def member_span(line: str, key: str) -> str | None:
         position += 1
     if not line.startswith("{", position):
         return None
-    _, end = json.JSONDecoder().raw_decode(line, position)
+    _, end = raw_decode(line, position, key)
     return line[position:end]
 
 

@@ -22,9 +22,9 @@ from typing import Any
 from tpsdb.collect.extract import Candidate, PostContext, new_record
 from tpsdb.config import REFERENCE_DIR
 from tpsdb.readers import FileContext
+from tpsdb.readers._common import jsonl_lines, raw_decode
 from tpsdb.record import named_quantization
 
-_DECODER = json.JSONDecoder()
 _BLANK = re.compile(r"[ \t\n\r]*")
 
 
@@ -54,8 +54,8 @@ def _walk(text: str, i: int, path: tuple[str, ...], where: str) -> Iterator[tupl
             return
         while True:
             try:
-                value, end = _DECODER.raw_decode(text, i)
-            except json.JSONDecodeError as error:
+                value, end = raw_decode(text, i, where)
+            except ValueError as error:
                 raise JsonShapeError(f"{where}: {error}") from None
             yield value, text[i:end]
             i = _skip(text, end)
@@ -73,8 +73,8 @@ def _walk(text: str, i: int, path: tuple[str, ...], where: str) -> Iterator[tupl
         return
     while True:
         try:
-            key, end = _DECODER.raw_decode(text, i)
-        except json.JSONDecodeError as error:
+            key, end = raw_decode(text, i, where)
+        except ValueError as error:
             raise JsonShapeError(f"{where}: {error}") from None
         i = _skip(text, end)
         if not isinstance(key, str) or text[i:i + 1] != ":":
@@ -83,8 +83,8 @@ def _walk(text: str, i: int, path: tuple[str, ...], where: str) -> Iterator[tupl
         if head in ("*", key):
             yield from _walk(text, i, rest, f"{where}.{key}")
         try:
-            _, end = _DECODER.raw_decode(text, i)  # the value, to go past it
-        except json.JSONDecodeError as error:
+            _, end = raw_decode(text, i, f"{where}.{key}")  # the value, to go past it
+        except ValueError as error:
             raise JsonShapeError(f"{where}.{key}: {error}") from None
         i = _skip(text, end)
         if text[i:i + 1] == ",":
@@ -97,12 +97,12 @@ def _walk(text: str, i: int, path: tuple[str, ...], where: str) -> Iterator[tupl
 
 def jsonl_items(text: str) -> Iterator[tuple[int, Any, str]]:
     """Each non-blank line of a JSONL text: (line number from 1, its value or None when not JSON, its text)."""
-    for number, line in enumerate(text.splitlines(), 1):
+    for number, line in enumerate(jsonl_lines(text), 1):
         if not line.strip():
             continue
         try:
             value = json.loads(line)
-        except json.JSONDecodeError:
+        except (ValueError, RecursionError):  # not JSON, a number of over 4,300 digits, too deep: not a record
             value = None
         yield number, value, line
 
@@ -158,8 +158,9 @@ def names(table: str) -> dict:
 
 
 def quant_format(label: str | None) -> str | None:
-    """The named format a source's label stands for ([formats] of the names file), or None when unknown."""
-    if not label:
+    """The named format a source's label stands for ([formats] of the names file), or None when unknown (or when
+    the row gives a list or an object where the label should be)."""
+    if not label or not isinstance(label, str):
         return None
     known = names("quant_labels")
     named = known.get(label.lower())

@@ -1,0 +1,130 @@
+"""The dataset readers, the repo_file and json_api kinds and `tpsdb load` against a hostile source (probe of
+2026-12-06): whatever the bytes, a reader returns candidates (a malformed row a rejection naming the field) or
+raises one of the errors the kinds turn into a clean `error:` line (ValueError, KeyError, TypeError), never a
+RecursionError or an AttributeError (exit 4), and no figure is accepted from a malformed row."""
+
+from __future__ import annotations
+
+import json
+from datetime import date
+
+import pytest
+
+from tpsdb.readers import FileContext, _serving, names, reader
+from tpsdb.readers._serving import Checkpoint
+from tpsdb.record import validate
+
+TODAY = date(2026, 12, 5)
+PATHS = {"kyuz0": "docs/results.json", "lhl": "llm-bench/m/results.jsonl", "xiongjiedai": "4090_4_v3.ipynb",
+         "lotto": "data/benchmarks.jsonl", "mlperf": "summary_results.json"}
+CLEAN = (ValueError, KeyError, TypeError)  # what repo_file and json_api turn into PageFormatError
+DEEP = 100_000
+
+
+def ctx(name: str, siblings: dict | None = None) -> FileContext:
+    path = PATHS.get(name, "api/answer")
+    return FileContext(url=f"https://github.com/o/r/blob/{'0' * 40}/{path}", path=path, retrieved_at="2026-12-01",
+                       published_at="2026-11-01", siblings=siblings or {})
+
+
+HOSTILE = {
+    "empty": b"",
+    "not UTF-8": b"\xff\xfe\x00\x80",
+    "BOM then []": b"\xef\xbb\xbf[]",
+    "a list": b"[1, 2]",
+    "a number": b"42",
+    "a string": b'"x"',
+    "null": b"null",
+    "runs not a list": b'{"runs": 5}',
+    "array nested 10^5 deep": b'{"runs": ' + b"[" * DEEP + b"]" * DEEP + b"}",
+    "row nested 10^5 deep": b"[" + b'{"a":' * DEEP + b"1" + b"}" * DEEP + b"]",
+    "JSONL line nested 10^5 deep": b'{"a":' * DEEP + b"1" + b"}" * DEEP + b"\n",
+    "4,301-digit number": b'[{"tps_mean": 1' + b"0" * 4300 + b', "output_tok_s": 1' + b"0" * 4300 + b"}]",
+    "rows of wrong member types": json.dumps([{
+        "model": ["m"], "test": {"a": 1}, "tps_mean": {"a": 1}, "build": [1], "quant": ["q"], "engine": ["e"],
+        "checkpoint_ref": {"a": 1}, "bench_raw": [1], "curve": {"a": 1}, "metrics": [1], "hardware": ["h"],
+        "Performance_Units": "Tokens/s", "Accelerator": ["x"], "Software": {"a": 1}, "id": {"a": 1}}]).encode(),
+    "notebook cells not a list": b'{"cells": 5}',
+    "notebook with malformed outputs": json.dumps({"cells": [
+        "a cell that is a string",
+        {"cell_type": "code", "source": 5, "outputs": [5, {"text": {"a": 1}}, {"data": 5},
+                                                        {"data": {"text/plain": 7}}, {"text": ["t/s", 5]}]},
+        {"cell_type": "code", "source": ["!./main"], "outputs": {"a": 1}}]}).encode(),
+}
+
+
+@pytest.mark.parametrize("case", list(HOSTILE))
+@pytest.mark.parametrize("name", names())
+def test_every_reader_reads_hostile_bytes_as_candidates_or_a_clean_error(name, case):
+    sibling = {"llm-bench/m/system_info.json": b"[1]"} if name == "lhl" else {}  # a sibling that lies too
+    try:
+        found = reader(name).read(HOSTILE[case], ctx(name, sibling))
+    except CLEAN:
+        return
+    # read: nothing from these bytes is a figure
+    assert all(c.reasons or not validate(c.record, today=TODAY).accepted for c in found)
+
+
+def test_a_notebook_that_is_not_an_object_is_named_as_such():
+    with pytest.raises(ValueError, match="not a notebook"):
+        reader("xiongjiedai").read(b"[]", ctx("xiongjiedai"))
+
+
+def test_a_system_info_that_is_not_an_object_names_no_machine():
+    line = json.dumps({"bench_raw": {"model_filename": "/m/Qwen3-32B-Q8_0.gguf", "n_prompt": 0, "n_gen": 128,
+                                     "avg_ts": 10.5}})
+    found = reader("lhl").read(line.encode(), ctx("lhl", {"llm-bench/m/system_info.json": b'["cpu"]'}))
+    assert any(r.startswith("hardware.name: no system_info.json") for r in found[0].reasons)
+
+
+def test_a_jsonl_line_that_is_not_an_object_fails_the_lhl_file_naming_the_line():
+    with pytest.raises(ValueError, match="line 2: not a JSON object"):
+        reader("lhl").read(b'{"a": 1}\n[1]\n', ctx("lhl"))
+
+
+@pytest.mark.parametrize("name", ["lotto", "lhl"])
+def test_a_line_separator_inside_a_json_string_does_not_cut_the_record(name):
+    # JSONL lines end at "\n": U+2028 and U+2029 are legal raw inside a JSON string
+    lines = [json.dumps({"checkpoint_ref": "a\u2028b\u2029c", "start_time": "x"}, ensure_ascii=False),
+             json.dumps({"checkpoint_ref": "d"})]
+    found = reader(name).read("\r\n".join(lines).encode(), ctx(name))
+    assert len(found) == 2
+    assert found[0].record["source"]["quote"] == lines[0]
+
+
+def _lotto_line(**changes) -> str:
+    row = {"schema_version": 2, "run_id": "r1", "date": "2026-07-01", "checkpoint_ref": "Mistral-7B-v0.3",
+           "quant": "bf16", "engine": "vllm", "engine_version": "0.25.0", "tp": 2, "pp": 1, "concurrency": 8,
+           "prompt_tokens": 512, "gen_tokens": 256, "output_tok_s": 312.4, "output_tps_kind": "aggregate_output"}
+    row.update(changes)
+    return json.dumps(row)
+
+
+@pytest.fixture
+def mistral(monkeypatch):
+    monkeypatch.setitem(_serving.checkpoints(), "mistralai/mistral-7b-v0.3",
+                        Checkpoint("mistralai/Mistral-7B-v0.3", "Mistral-7B-v0.3", "BF16", 7.25, None, 14.5))
+
+
+def test_a_row_with_a_number_too_long_to_read_is_a_rejection_the_other_rows_stand(mistral):
+    long = _lotto_line(run_id="r2").replace("312.4", "1" + "0" * 4300)
+    good, bad = reader("lotto").read(f"{_lotto_line()}\n{long}\n".encode(), ctx("lotto"))
+    assert good.reasons == [] and validate(good.record, today=TODAY).accepted
+    assert bad.reasons == ["record: not a JSON object"]
+
+
+@pytest.mark.parametrize("label", [["bf16"], {"a": "bf16"}, 16])
+def test_a_quant_label_that_is_not_text_is_no_named_format(mistral, label):
+    lotto = reader("lotto").read(_lotto_line(quant=label).encode(), ctx("lotto"))[0]
+    assert any(r.startswith("quantization: not a named format") for r in lotto.reasons)
+    row = {"id": "x", "model": {"hfId": "o/m"}, "engine": {"quantization": label, "engineName": ["vllm"]},
+           "tokSOut": 5}
+    local = reader("localmaxxing").read(json.dumps([row]).encode(), ctx("localmaxxing"))[0]
+    assert any(r.startswith("quantization: not a named format") for r in local.reasons)
+
+
+@pytest.mark.parametrize("value", ["NaN", "Infinity", "-Infinity", "1e999", "-0.0", "0", "1" + "0" * 40])
+def test_a_figure_that_is_no_finite_positive_number_is_never_accepted(mistral, value):
+    line = _lotto_line().replace("312.4", value)
+    found = reader("lotto").read(line.encode(), ctx("lotto"))[0]
+    assert found.reasons or not validate(found.record, today=TODAY).accepted
