@@ -157,3 +157,36 @@ def test_a_quote_of_long_blank_cells_is_read_in_linear_time():
         rows = tokatlas._quoted_rows(quote)
     assert time.process_time() - start < 1
     assert [(shape.generated_tokens, value, sd) for shape, value, sd in rows] == [(128, 171.19, 3.98)]
+
+
+# ------------------------------------------------------------------------------------------------ kyuz0
+KYUZ0_RUN = {"model": "m-Q4_0.gguf", "model_clean": "m-Q4_0", "test": "tg128", "tps_mean": 100.5, "quant": "Q4_0",
+             "params_b": 7, "file_size_gib": 3.5, "backend": "Vulkan", "ngl": 99, "fa": 1, "env": "vulkan",
+             "build": {"number": 5000, "hash": "abcdef1"}}
+
+
+@pytest.mark.parametrize("document", [
+    {"runs": 5, "other": [KYUZ0_RUN]},  # read before: the first "[" after the key, another array's runs
+    {"runs": {"a": KYUZ0_RUN}},
+])
+def test_kyuz0_reads_runs_only_from_the_top_level_runs_array(document):
+    with pytest.raises(ValueError, match="runs: not a list at the top level"):
+        reader("kyuz0").read(json.dumps(document).encode(), ctx("kyuz0"))
+
+
+def test_kyuz0_a_runs_key_nested_elsewhere_is_not_the_runs():
+    document = {"meta": {"runs": [KYUZ0_RUN]}, "runs": []}  # read before: the nested runs, as figures
+    assert reader("kyuz0").read(json.dumps(document).encode(), ctx("kyuz0")) == []
+
+
+def test_kyuz0_a_run_that_is_not_an_object_is_a_rejection_not_dropped():
+    text = json.dumps({"runs": [5, KYUZ0_RUN]})
+    bad, good = reader("kyuz0").read(text.encode(), ctx("kyuz0"))
+    assert bad.reasons == ["record: not a JSON object"] and bad.record["source"]["quote"] == "5"
+    assert good.reasons == [] and good.record["source"]["quote"] == json.dumps(KYUZ0_RUN)
+
+
+def test_kyuz0_runs_given_twice_is_refused():
+    text = '{"runs": [%s], "runs": []}' % json.dumps(KYUZ0_RUN)
+    with pytest.raises(ValueError, match="runs: the key is given twice"):
+        reader("kyuz0").read(text.encode(), ctx("kyuz0"))

@@ -1,5 +1,6 @@
-"""What the dataset readers share: the exact text span of each JSON object in a file (a figure's quote is the
-record as it stands in the file), a stable slot from a run's identity, and the context every record cites."""
+"""What the dataset readers share: JSON read without a crash however deep, JSONL lines, the exact text of an
+object inside a line (a figure's quote is the record as it stands in the file), a stable slot from a run's
+identity, and the context every record cites."""
 
 from __future__ import annotations
 
@@ -39,27 +40,6 @@ def post_context(ctx: FileContext, protocol: dict | None = None) -> PostContext:
     """The provenance every candidate of this file carries: the file at its commit, its date, no author."""
     return PostContext(permalink=ctx.url, retrieved_at=ctx.retrieved_at, published_at=ctx.published_at,
                        author=None, protocol=protocol or {})
-
-
-def array_spans(text: str, key: str) -> list[tuple[dict, str]]:
-    """The objects of the JSON array at top-level `key` ("runs": [...]), each with its exact text in the file.
-    Raises ValueError when the key or the array is missing (the file is then not of this schema)."""
-    at = text.find(f'"{key}"')
-    if at < 0:
-        raise ValueError(f"{key}: missing (not a file of this schema)")
-    position = text.index("[", at) + 1
-    spans = []
-    while True:
-        while position < len(text) and text[position] in " \t\r\n,":
-            position += 1
-        if position >= len(text):
-            raise ValueError(f"{key}: the array is never closed")
-        if text[position] == "]":
-            return spans
-        obj, end = raw_decode(text, position, key)
-        if isinstance(obj, dict):
-            spans.append((obj, text[position:end]))
-        position = end
 
 
 def member_span(line: str, key: str) -> str | None:
