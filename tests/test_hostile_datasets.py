@@ -13,6 +13,9 @@ from datetime import date
 
 import pytest
 
+from conftest import run_cli
+from fixture_server import FixtureServer
+from refresh_helpers import rows, server_env
 from tpsdb import tokatlas
 from tpsdb.readers import FileContext, _serving, names, reader
 from tpsdb.readers._serving import Checkpoint
@@ -190,3 +193,102 @@ def test_kyuz0_runs_given_twice_is_refused():
     text = '{"runs": [%s], "runs": []}' % json.dumps(KYUZ0_RUN)
     with pytest.raises(ValueError, match="runs: the key is given twice"):
         reader("kyuz0").read(text.encode(), ctx("kyuz0"))
+
+
+# ------------------------------------------------------------------------------- repo_file: a lying listing
+REPO, PATH = "someone/strix-bench", "docs/results.json"
+A, B = "a" * 40, "b" * 40
+
+
+def _commit(sha, day: str = "2026-01-05") -> dict:
+    return {"sha": sha, "commit": {"committer": {"date": f"{day}T10:00:00Z"}}}
+
+
+def _results(*tps: float) -> bytes:
+    return json.dumps({"runs": [dict(KYUZ0_RUN, tps_mean=v) for v in tps]}).encode()
+
+
+@pytest.fixture
+def github(tmp_path, empty_db):
+    """A stand-in GitHub (commits listing and raw files) and a repo_file source of kyuz0's format."""
+    sources = tmp_path / "sources"
+    sources.mkdir()
+    (sources / "strix.toml").write_text(
+        f'key = "strix"\nurl = "https://github.com/{REPO}/blob/{A}/{PATH}"\nkind = "repo_file"\nrepo = "{REPO}"\n'
+        f'path = "{PATH}"\nformat = "kyuz0"\n', encoding="utf-8")
+    with FixtureServer(root=tmp_path / "no-fixtures") as server:
+        def refresh() -> tuple[int, dict]:
+            env = server_env(server, TPSDB_GITHUB_API_URL=server.base_url,
+                             TPSDB_GITHUB_RAW_URL=server.base_url + "/raw", TPSDB_HTTP_MAX_ATTEMPTS="1",
+                             TPSDB_HTTP_MAX_TOTAL_S="5")
+            with cpu_limit(20):
+                result = run_cli("refresh", "strix", "--format", "json", "--sources-dir", str(sources),
+                                 db=empty_db, env=env, check=False)
+            return result.returncode, json.loads(result.stdout)[0]
+        yield server, refresh, empty_db
+
+
+def _stored(db) -> int:
+    return rows(db, "SELECT count(*) AS n FROM measurement")[0]["n"]
+
+
+def test_repo_file_a_listed_commit_whose_file_is_gone_fails_the_source_storing_nothing(github):
+    server, refresh, db = github
+    server.override(f"/repos/{REPO}/commits", json.dumps([_commit(B, "2026-02-01"), _commit(A)]).encode())
+    server.override(f"/raw/{REPO}/{A}/{PATH}", _results(10.0))  # B's file: 404
+    code, summary = refresh()
+    assert (code, summary["status"]) == (1, "failed") and B in summary["error"], summary
+    assert _stored(db) == 0
+
+
+@pytest.mark.parametrize("listing, says", [
+    ({"message": "Not Found"}, "not a list of commits"),
+    ([_commit("not-hex" * 6)], "not a list of commits"),
+    ([_commit(A.upper())], "not a list of commits"),
+    ([_commit(["a"])], "not a list of commits"),
+    ([5], "not a list of commits"),
+    ([], "no commit changed"),
+])
+def test_repo_file_a_listing_that_lies_fails_the_source_naming_it(github, listing, says):
+    server, refresh, db = github
+    server.override(f"/repos/{REPO}/commits", json.dumps(listing).encode())
+    code, summary = refresh()
+    assert (code, summary["status"]) == (1, "failed") and says in summary["error"], summary
+    assert _stored(db) == 0
+
+
+def test_repo_file_a_commit_listed_twice_is_one_version(github):
+    server, refresh, db = github
+    server.override(f"/repos/{REPO}/commits", json.dumps([_commit(A), _commit(A)]).encode())
+    server.override(f"/raw/{REPO}/{A}/{PATH}", _results(10.0, 11.0))
+    code, summary = refresh()
+    assert (code, summary["status"]) == (1, "failed") and f"the commit {A} twice" in summary["error"], summary
+    assert _stored(db) == 0
+
+
+def test_repo_file_a_listing_whose_pages_cycle_ends_naming_the_cycle(github, monkeypatch):
+    monkeypatch.setattr("tpsdb.kinds.repo_file.PER_PAGE", 1)
+    server, refresh, db = github
+    path = f"/repos/{REPO}/commits"
+    back = {"Link": "<{base}" + path + f'?path={PATH}&per_page=1&page=2>; rel="next"'}
+    # page 1 -> page 2 -> page 2 -> …: each page full, each naming a next page
+    server._set(("GET", path, None, None), json.dumps([_commit(A)]).encode(), "application/json", back)
+    server._set(("GET", path, None, "2"), json.dumps([_commit(B)]).encode(), "application/json", back)
+    server.override(f"/raw/{REPO}/{A}/{PATH}", _results(10.0))
+    server.override(f"/raw/{REPO}/{B}/{PATH}", _results(11.0))
+    code, summary = refresh()
+    assert (code, summary["status"]) == (1, "failed") and "twice" in summary["error"], summary
+    assert _stored(db) == 0
+
+
+def test_repo_file_a_listing_that_never_ends_is_cut_at_max_pages(github, monkeypatch):
+    monkeypatch.setattr("tpsdb.kinds.repo_file.PER_PAGE", 1)
+    monkeypatch.setattr("tpsdb.kinds.repo_file.MAX_PAGES", 2)
+    server, refresh, db = github
+    path = f"/repos/{REPO}/commits"
+    for page, sha in ((None, A), ("2", B), ("3", "c" * 40)):  # each page full and naming the next
+        following = {"Link": "<{base}" + path + f'?path={PATH}&per_page=1&page={int(page or 1) + 1}>; rel="next"'}
+        server._set(("GET", path, None, page), json.dumps([_commit(sha)]).encode(), "application/json", following)
+    code, summary = refresh()
+    assert (code, summary["status"]) == (1, "failed") and "beyond 2 pages" in summary["error"], summary
+    assert _stored(db) == 0

@@ -40,6 +40,7 @@ from tpsdb.kinds.base import Archive, Post, SourceKind
 
 RAW = "https://raw.githubusercontent.com"
 PER_PAGE = 100
+MAX_PAGES = 100  # 10,000 commits of one file: a listing that goes on beyond is not GitHub's (a server that lies)
 SEED = "seed"  # the transport of a load from copies
 _REPO = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9][A-Za-z0-9_.-]*$")
 _COMMIT = re.compile(r"^[0-9a-f]{40}$")
@@ -126,10 +127,21 @@ class RepoFile(SourceKind):
         url: str | None = (f"{_github.api_url()}/repos/{self.repo}/commits?path={quote(self.path)}"
                            f"&per_page={PER_PAGE}")
         commits: list[str] = []
+        pages: set[str] = set()
         while url:
+            # a listing whose next page is one already read, or that never ends, or that names a commit twice
+            # would read for ever or read one version as two: the run fails, naming it
+            if url in pages:
+                raise PageFormatError(f"{self.repo}: the commits listing names the page {url} twice (a cycle)")
+            if len(pages) == MAX_PAGES:
+                raise PageFormatError(f"{self.repo}: the commits listing goes on beyond {MAX_PAGES} pages")
+            pages.add(url)
             fetched = self._get(http, archive, url, headers)
             page = fetched.body if fetched.status != 304 else _cached_body(archive, self.canonical(url))
-            commits += [c["sha"] for c in _listing(page)]
+            for sha in (c["sha"] for c in _listing(page)):
+                if sha in commits:
+                    raise PageFormatError(f"{self.repo}: the commits listing names the commit {sha} twice")
+                commits.append(sha)
             following = next_link(fetched.headers.get("link"), url)
             url = following if following and len(_listing(page)) == PER_PAGE else None
         if not commits:
