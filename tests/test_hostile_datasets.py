@@ -292,3 +292,14 @@ def test_repo_file_a_listing_that_never_ends_is_cut_at_max_pages(github, monkeyp
     code, summary = refresh()
     assert (code, summary["status"]) == (1, "failed") and "beyond 2 pages" in summary["error"], summary
     assert _stored(db) == 0
+
+
+@pytest.mark.parametrize("commit", [["x"], {"committer": "x"}, {"committer": {"date": 5}},
+                                    {"committer": {"date": "not a date at all"}}])
+def test_repo_file_a_commit_of_the_wrong_shape_has_no_date_never_a_crash(github, commit):
+    server, refresh, db = github
+    server.override(f"/repos/{REPO}/commits", json.dumps([{"sha": A, "commit": commit}]).encode())
+    server.override(f"/raw/{REPO}/{A}/{PATH}", _results(10.0))
+    code, summary = refresh()
+    assert (code, summary["status"]) == (0, "ok"), summary.get("error")
+    assert rows(db, "SELECT published_at FROM measurement") == [{"published_at": None}]

@@ -250,8 +250,15 @@ def _listing(page: bytes) -> list[dict]:
 
 
 def _commit_date(commit: dict) -> str | None:
-    stated = ((commit.get("commit") or {}).get("committer") or {}).get("date")
-    return stated[:10] if isinstance(stated, str) else None
+    """The commit's day (YYYY-MM-DD of commit.committer.date), or None when the listing does not state one (a
+    member of another type, a date that is not one: the version is still read, its figures undated)."""
+    inner = commit.get("commit")
+    committer = inner.get("committer") if isinstance(inner, dict) else None
+    stated = committer.get("date") if isinstance(committer, dict) else None
+    try:
+        return date.fromisoformat(stated[:10]).isoformat() if isinstance(stated, str) else None
+    except ValueError:
+        return None
 
 
 def _cached_body(archive: Archive, url: str) -> bytes:
