@@ -15,7 +15,8 @@ import pytest
 
 from conftest import run_cli
 from fixture_server import FixtureServer
-from refresh_helpers import rows, server_env
+from refresh_helpers import dump, rows, server_env
+from test_json_api_kind import MODELS, answer, point, served  # noqa: F401  (served: the stand-in API's fixture)
 from tpsdb import tokatlas
 from tpsdb.readers import FileContext, _serving, names, reader
 from tpsdb.readers._serving import Checkpoint
@@ -303,3 +304,24 @@ def test_repo_file_a_commit_of_the_wrong_shape_has_no_date_never_a_crash(github,
     code, summary = refresh()
     assert (code, summary["status"]) == (0, "ok"), summary.get("error")
     assert rows(db, "SELECT published_at FROM measurement") == [{"published_at": None}]
+
+
+# ----------------------------------------------------------------------------- json_api: an answer that lies
+@pytest.mark.parametrize("body, says", [
+    (b'{"error": "rate limited"}', "not an array"),
+    (b"5", "not an array"),
+    (b'"x"', "not an array"),
+    (b"\xff\xfe[]", "codec can't decode"),
+    (b"[" * DEEP + b"]" * DEEP, "nested too deeply"),
+    (b"[]", "holds no record"),
+    (b"<html>502 Bad Gateway</html>", "not an array"),
+])
+def test_json_api_an_answer_that_is_not_the_array_fails_the_source_naming_it(served, body, says):
+    db, api, refresh = served
+    api.answers = {MODELS[0]: answer(point(4, 61.5, 240.25)), MODELS[1]: answer(point(8, 50.0, 200.0))}
+    refresh()
+    before = dump(db)
+    api.answers[MODELS[0]] = body
+    summary = refresh(check=False)
+    assert summary["status"] == "failed" and says in summary["error"], summary.get("error")
+    assert dump(db) == before
