@@ -325,3 +325,80 @@ def test_json_api_an_answer_that_is_not_the_array_fails_the_source_naming_it(ser
     summary = refresh(check=False)
     assert summary["status"] == "failed" and says in summary["error"], summary.get("error")
     assert dump(db) == before
+
+
+# ------------------------------------------------------------------------------------ tpsdb load: the copies
+def _seeded(tmp_path, copy: str, siblings: str = "", listed: str = "") -> tuple:
+    """A repo_file source whose one [seed] copy is `copy` (under tmp_path/shared)."""
+    sources, shared = tmp_path / "sources", tmp_path / "shared"
+    sources.mkdir(exist_ok=True)
+    shared.mkdir(exist_ok=True)
+    (sources / "strix.toml").write_text(
+        f'key = "strix"\nurl = "https://github.com/{REPO}/blob/{A}/{PATH}"\nkind = "repo_file"\nrepo = "{REPO}"\n'
+        f'path = "{PATH}"\nformat = "kyuz0"\n{siblings}\n[seed]\nretrieved_at = "2026-12-01"\n'
+        f'copies = [{{ file = "{copy}", commit = "{A}", date = "2026-01-05"{listed} }}]\n', encoding="utf-8")
+    return sources, shared
+
+
+def _load(db, sources, shared, **env):
+    with cpu_limit(20):
+        return run_cli("load", "strix", "--shared", str(shared), "--sources-dir", str(sources), db=db, check=False,
+                       env=env)
+
+
+@pytest.mark.parametrize("copy, listed, siblings, says", [
+    ("../../etc/passwd", "", "", "seed.copies[1].file: not a path inside the shared folder"),
+    ("/etc/passwd", "", "", "seed.copies[1].file: not a path inside the shared folder"),
+    ("a/../../x.json", "", "", "seed.copies[1].file: not a path inside the shared folder"),
+    ("r.json", ', siblings = { "docs/info.json" = "../../etc/passwd" }', 'siblings = ["docs/info.json"]',
+     "seed.copies[1].siblings: not a table of repo path = copy path inside the shared folder"),
+    ("r.json", "", 'siblings = ["../../../etc/passwd"]', "siblings: not a list of paths in the repository"),
+])
+def test_load_a_copy_path_that_escapes_the_shared_folder_is_refused_naming_the_field(tmp_path, empty_db, copy,
+                                                                                      listed, siblings, says):
+    sources, shared = _seeded(tmp_path, copy, siblings, listed)
+    result = _load(empty_db, sources, shared)
+    assert result.returncode == 2 and f"error: strix.toml: {says}" in result.stderr, result.stdout + result.stderr
+    assert _stored(empty_db) == 0
+
+
+def test_load_a_link_out_of_the_shared_folder_is_refused(tmp_path, empty_db):
+    outside = tmp_path / "outside.json"
+    outside.write_bytes(_results(10.0))  # a good file: read before, as if it were in the shared folder
+    sources, shared = _seeded(tmp_path, "r.json")
+    (shared / "r.json").symlink_to(outside)
+    result = _load(empty_db, sources, shared)
+    assert result.returncode == 1 and "outside the shared folder" in result.stdout, result.stdout
+    assert _stored(empty_db) == 0
+
+
+def test_load_a_link_inside_the_shared_folder_is_read(tmp_path, empty_db):
+    sources, shared = _seeded(tmp_path, "r.json")
+    (shared / "real.json").write_bytes(_results(10.0))
+    (shared / "r.json").symlink_to(shared / "real.json")
+    assert _load(empty_db, sources, shared).returncode == 0
+    assert _stored(empty_db) == 1
+
+
+def test_load_a_fifo_is_refused_without_waiting_for_a_writer(tmp_path, empty_db):
+    import os
+
+    sources, shared = _seeded(tmp_path, "r.json")
+    os.mkfifo(shared / "r.json")  # read before: open() waited for a writer for ever
+    result = _load(empty_db, sources, shared)
+    assert result.returncode == 1 and "r.json: not a regular file" in result.stdout, result.stdout
+
+
+def test_load_a_missing_copy_names_it(tmp_path, empty_db):
+    sources, shared = _seeded(tmp_path, "gone.json")
+    result = _load(empty_db, sources, shared)
+    assert result.returncode == 1 and "gone.json: No such file or directory" in result.stdout, result.stdout
+
+
+def test_load_a_copy_larger_than_an_answer_may_be_is_refused_unread(tmp_path, empty_db):
+    sources, shared = _seeded(tmp_path, "r.json")
+    with open(shared / "r.json", "wb") as handle:  # 8 GiB that take no disk (sparse): read before, whole
+        handle.truncate(8 * 2**30)
+    result = _load(empty_db, sources, shared, TPSDB_HTTP_MAX_BYTES=str(2**20))
+    assert result.returncode == 1 and "8589934592 bytes, more than" in result.stdout, result.stdout
+    assert _stored(empty_db) == 0

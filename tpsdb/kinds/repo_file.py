@@ -27,7 +27,7 @@ import os
 import posixpath
 import re
 from datetime import date, datetime, time, timezone
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from urllib.parse import quote
 
 from tpsdb.collect.completeness import Completeness, Count
@@ -36,6 +36,7 @@ from tpsdb.collect.github import PageFormatError
 from tpsdb.collect.github_rest import next_link
 from tpsdb.collect.http import Fetched, PoliteSession
 from tpsdb.kinds import _github
+from tpsdb.kinds._copies import SeedError, read_copy
 from tpsdb.kinds.base import Archive, Post, SourceKind
 
 RAW = "https://raw.githubusercontent.com"
@@ -45,10 +46,6 @@ SEED = "seed"  # the transport of a load from copies
 _REPO = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9][A-Za-z0-9_.-]*$")
 _COMMIT = re.compile(r"^[0-9a-f]{40}$")
 _EARLIER = "earlier versions:"
-
-
-class SeedError(ValueError):
-    """A [seed] copy cannot be used (missing, or not what the source file says): nothing is loaded."""
 
 
 def raw_url() -> str:
@@ -83,8 +80,8 @@ class RepoFile(SourceKind):
         if s.get("format") not in readers.names():
             return f"format: {s.get('format')!r} is not one of {', '.join(readers.names())}"
         siblings = s.get("siblings", [])
-        if not isinstance(siblings, list) or not all(isinstance(p, str) and p for p in siblings):
-            return "siblings: not a list of paths"
+        if not isinstance(siblings, list) or not all(isinstance(p, str) and _inside(p) for p in siblings):
+            return "siblings: not a list of paths in the repository"
         prefix = f"{_github.GITHUB}/{repo}/blob/"
         if not spec.url.startswith(prefix) or not spec.url.endswith("/" + quote(path)) \
                 or not _COMMIT.match(spec.url[len(prefix):].split("/", 1)[0]):
@@ -167,20 +164,17 @@ class RepoFile(SourceKind):
             raise SeedError(f"{self.spec.key}: its source file has no [seed] copies")
         retrieved = datetime.combine(date.fromisoformat(seed["retrieved_at"]), time(), timezone.utc)
         copies = seed["copies"]
-        out = [self._copy(shared / c["file"], blob_url(self.repo, c["commit"], self.path), retrieved)
+        out = [self._copy(shared, c["file"], blob_url(self.repo, c["commit"], self.path), retrieved)
                for c in copies]
         newest = copies[-1]
         for sibling in self.siblings:
             listed = (newest.get("siblings") or {}).get(sibling)
-            where = shared / listed if listed else _beside(shared / newest["file"], self.path, sibling)
-            out.append(self._copy(where, blob_url(self.repo, newest["commit"], sibling), retrieved))
+            where = listed or _beside(PurePosixPath(newest["file"]), self.path, sibling)
+            out.append(self._copy(shared, str(where), blob_url(self.repo, newest["commit"], sibling), retrieved))
         return out
 
-    def _copy(self, where: Path, url: str, retrieved: datetime) -> Fetched:
-        try:
-            body = where.read_bytes()
-        except OSError as error:
-            raise SeedError(f"{self.spec.key}: seed copy {where}: {error.strerror or error}") from None
+    def _copy(self, shared: Path, relative: str, url: str, retrieved: datetime) -> Fetched:
+        body, where = read_copy(shared, relative, self.spec.key)
         return Fetched(url=url, status=200, headers={"x-tpsdb-copy": str(where)}, body=body, retrieved_at=retrieved)
 
     # ------------------------------------------------------------------------------------------ reading
@@ -268,13 +262,19 @@ def _cached_body(archive: Archive, url: str) -> bytes:
     return cached.body
 
 
-def _beside(copy: Path, path: str, sibling: str) -> Path:
+def _beside(copy: PurePosixPath, path: str, sibling: str) -> PurePosixPath:
     """Where a sibling's copy sits: at the same place relative to the copy as in the repository (the copy's own
     path ends with the repository path: from the root above it; else from the copy's folder)."""
     parts = path.split("/")
     if copy.parts[-len(parts):] == tuple(parts):
         return copy.parents[len(parts) - 1] / sibling
     return copy.parent / posixpath.relpath(sibling, posixpath.dirname(path) or ".")
+
+
+def _inside(path: str) -> bool:
+    """A relative path that stays where it starts: not empty, not absolute, no `..` (the links a path may pass
+    through are followed and checked when the copy is read: tpsdb.kinds._copies)."""
+    return bool(path) and not path.startswith(("/", "\\")) and ".." not in path.replace("\\", "/").split("/")
 
 
 def _check_seed(seed) -> str | None:
@@ -293,8 +293,7 @@ def _check_seed(seed) -> str | None:
         where = f"seed.copies[{number}]"
         if not isinstance(copy, dict):
             return f"{where}: not a table"
-        if not isinstance(copy.get("file"), str) or not copy["file"] or copy["file"].startswith("/") \
-                or ".." in copy["file"].split("/"):
+        if not isinstance(copy.get("file"), str) or not _inside(copy["file"]):
             return f"{where}.file: not a path inside the shared folder"
         if not isinstance(copy.get("commit"), str) or not _COMMIT.match(copy["commit"]):
             return f"{where}.commit: not a 40-hex commit id"
@@ -302,6 +301,7 @@ def _check_seed(seed) -> str | None:
             date.fromisoformat(copy.get("date", ""))
         except (TypeError, ValueError):
             return f"{where}.date: not a YYYY-MM-DD date"
-        if not isinstance(copy.get("siblings", {}), dict):
-            return f"{where}.siblings: not a table of repo path = copy path"
+        listed = copy.get("siblings", {})
+        if not isinstance(listed, dict) or not all(isinstance(v, str) and _inside(v) for v in listed.values()):
+            return f"{where}.siblings: not a table of repo path = copy path inside the shared folder"
     return None
