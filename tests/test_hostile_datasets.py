@@ -402,3 +402,10 @@ def test_load_a_copy_larger_than_an_answer_may_be_is_refused_unread(tmp_path, em
     result = _load(empty_db, sources, shared, TPSDB_HTTP_MAX_BYTES=str(2**20))
     assert result.returncode == 1 and "8589934592 bytes, more than" in result.stdout, result.stdout
     assert _stored(empty_db) == 0
+
+
+def test_lhl_a_file_that_starts_with_a_bom_is_read():
+    line = json.dumps({"start_time": 1, "bench_raw": {"model_filename": "/m/Qwen3-32B-Q8_0.gguf", "n_prompt": 0,
+                                                      "n_gen": 128, "avg_ts": 10.5}})
+    (found,) = reader("lhl").read(b"\xef\xbb\xbf" + line.encode(), ctx("lhl"))  # read before: "Unexpected BOM"
+    assert found.record["tokens_per_second"] == 10.5

@@ -60,7 +60,7 @@ def read(data: bytes, ctx: FileContext) -> list[Candidate]:
     post = post_context(ctx)
     hardware = machine(ctx)
     out = []
-    for number, line in enumerate(jsonl_lines(data.decode("utf-8")), 1):
+    for number, line in enumerate(jsonl_lines(data.decode("utf-8-sig")), 1):
         if not line.strip():
             continue
         row = loads(line, f"line {number}")
