@@ -409,3 +409,12 @@ def test_lhl_a_file_that_starts_with_a_bom_is_read():
                                                       "n_gen": 128, "avg_ts": 10.5}})
     (found,) = reader("lhl").read(b"\xef\xbb\xbf" + line.encode(), ctx("lhl"))  # read before: "Unexpected BOM"
     assert found.record["tokens_per_second"] == 10.5
+
+
+def test_tokatlas_a_number_of_4301_digits_is_a_file_error_not_an_internal_one(tmp_path, empty_db):
+    path = tmp_path / "peer.json"
+    path.write_text('{"records": [{"id": "x", "source_url": "https://github.com/o/r/discussions/1", "quote": "q", '
+                    '"tps": 1' + "0" * 4300 + "}]}", encoding="utf-8")
+    result = run_cli("import", "tokatlas", str(path), db=empty_db, check=False)  # read before: exit 4
+    assert result.returncode == 2 and "peer.json: not a JSON file (Exceeds the limit (4300 digits)" in result.stderr
+    assert _stored(empty_db) == 0

@@ -121,7 +121,7 @@ def parse_tokatlas(data: bytes, where: str) -> list[dict]:
     count: a whole file is complete by construction, as a truncated one is not JSON and is refused."""
     try:
         parsed = json.loads(data)
-    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+    except ValueError as error:  # not UTF-8, not JSON, or a number of more than 4,300 digits (int's limit)
         raise PeerFileError(f"{where}: not a JSON file ({error})") from None
     except RecursionError:  # a document nested deeper than Python's JSON reader follows
         raise PeerFileError(f"{where}: nested too deeply (not a tokatlas data file)") from None
