@@ -25,6 +25,7 @@ from tpsdb.readers import FileContext
 from tpsdb.readers._common import jsonl_lines, raw_decode
 from tpsdb.record import named_quantization
 
+_DECODER = json.JSONDecoder()  # for text already read whole (a row's quote); a file's text goes through raw_decode
 _BLANK = re.compile(r"[ \t\n\r]*")
 
 
