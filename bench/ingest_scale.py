@@ -1,4 +1,4 @@
-"""Benchmark: `tpsdb ingest` of a markdown file 1, 4, 16 and 64 times the shipped DGX Spark file (D8).
+"""Benchmark: `tpsdb ingest` of a markdown file 1, 4, 16 and 64 times the DGX Spark file (from ../shared) (D8).
 
     python bench/ingest_scale.py [COPIES ...]       (default: 1 4 16 64)
 
@@ -25,7 +25,8 @@ from tpsdb.collect.benchfiles import extract_bench_file  # noqa: E402
 from tpsdb.collect.extract import PostContext  # noqa: E402
 from tpsdb.ingest import ingest_files  # noqa: E402
 
-SOURCE = ROOT / "data" / "sources" / "llama.cpp-benches-dgx-spark.md"
+# llama.cpp's benches/dgx-spark.md, read in place from the shared data folder beside the project (never copied in).
+SOURCE = ROOT.parent / "shared" / "sources-extracts" / "llama.cpp-benches-dgx-spark.md"
 URL = "https://example.org/bench/dgx-spark.md"
 
 
@@ -54,6 +55,8 @@ def ingest_seconds(path: Path, database: Path) -> float:
 
 def main() -> None:
     copies = [int(n) for n in sys.argv[1:]] or [1, 4, 16, 64]
+    if not SOURCE.exists():
+        raise SystemExit(f"{SOURCE}: absent (the shared data folder ../shared is not beside the project)")
     text = SOURCE.read_bytes()
     print(f"{'copies':>6} {'MB':>7} {'figures':>8} {'extract s':>10} {'MB/s':>7} {'ingest s':>9} {'MB/s':>7}")
     with tempfile.TemporaryDirectory() as tmp:

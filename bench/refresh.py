@@ -1,7 +1,8 @@
 """Benchmark: wall time and request count of a first refresh and of a no-change refresh of every kind of source,
 served by the local fixture server (no network): the three fixture discussions over HTML and over GraphQL
 (github_discussion), a pull request made of the 16578 thread's posts over the REST API (github_issue), the DGX
-Spark benchmark file (file) and tokatlas's data file (peer_dataset), both from their copies in data/.
+Spark benchmark file (file) and tokatlas's data file (peer_dataset), both from their copies in
+../shared (the shared data folder beside the project).
 
     python bench/refresh.py
 
@@ -37,9 +38,11 @@ from rest_fixture import NUMBER, OWNER, REPO, pull_request  # noqa: E402
 RUNS = [("github_discussion", "html", SOURCES), ("github_discussion", "graphql", SOURCES),
         ("github_issue", "rest", [f"llamacpp-pr-{NUMBER}"]), ("file", "http", ["llamacpp-bench-dgx-spark"]),
         ("peer_dataset", "http", ["tokatlas-llamacpp"])]
-# The file sources' bytes: the local copies of the pinned files their source files fetch.
-SERVED = {"llamacpp-bench-dgx-spark": ROOT / "data" / "sources" / "llama.cpp-benches-dgx-spark.md",
-          "tokatlas-llamacpp": ROOT / "data" / "peers" / "tokatlas" / "llamacpp_discussions.json"}
+# The file sources' bytes: the copies of the pinned files their source files fetch, read in place from the shared
+# data folder beside the project (never copied into it).
+SHARED = ROOT.parent / "shared"
+SERVED = {"llamacpp-bench-dgx-spark": SHARED / "sources-extracts" / "llama.cpp-benches-dgx-spark.md",
+          "tokatlas-llamacpp": SHARED / "peers" / "tokatlas" / "llamacpp_discussions.json"}
 
 
 def serve_files(server: FixtureServer, sources: Path) -> None:
@@ -74,6 +77,9 @@ def main() -> None:
     unknown = kinds - {kind for kind, _, _ in RUNS}
     if unknown:
         raise SystemExit(f"unknown kind(s): {', '.join(sorted(unknown))}")
+    absent = [str(path) for path in SERVED.values() if not path.exists()]
+    if absent:
+        raise SystemExit(f"{', '.join(absent)}: absent (the shared data folder ../shared is not beside the project)")
     for kind, transport, sources in (r for r in RUNS if r[0] in kinds):
         with tempfile.TemporaryDirectory() as tmp, FixtureServer(token=TOKEN) as server:
             server.rest_issue(OWNER, REPO, NUMBER, *pull_request())

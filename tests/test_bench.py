@@ -9,8 +9,11 @@ import sys
 import pytest
 
 from conftest import ROOT
+from shared_data import DGX_SPARK_MD, TOKATLAS_JSON, need
 
 # (script and its tiny arguments, a line its output must hold)
+# The benches that read files of the shared data folder (../shared) in place: skipped when it is absent.
+NEEDS_SHARED = {"ingest_scale": [DGX_SPARK_MD], "refresh": [DGX_SPARK_MD, TOKATLAS_JSON]}
 BENCHES = {
     "ingest": (["ingest.py", "40", "1"], "add ÷ raw baseline:"),
     "ingest_scale": (["ingest_scale.py", "1"], "copies"),
@@ -26,6 +29,8 @@ def test_every_bench_script_is_covered():
 
 @pytest.mark.parametrize("name", BENCHES)
 def test_the_bench_runs_on_tiny_inputs(name):
+    for path in NEEDS_SHARED.get(name, []):
+        need(path)
     args, expected = BENCHES[name]
     result = subprocess.run([sys.executable, str(ROOT / "bench" / args[0]), *args[1:]], cwd=ROOT,
                             capture_output=True, text=True, timeout=240)

@@ -218,3 +218,14 @@ def test_an_inferencex_fp4_checkpoint_named_by_a_local_path_states_no_format():
     assert any("'fp4' with the checkpoint 'deepseek-r1-fp4': which format is not stated" in r
                for r in candidate.reasons)
     assert candidate.record["hardware"]["name"] == "24x NVIDIA B200"  # prefill and decode GPUs
+
+
+def test_a_quote_stops_before_the_member_naming_the_runs_own_loopback_server():
+    from tpsdb.readers._serving import quote_without_local_host
+
+    line = '{"model": "m", "output_tok_s": 35.3, "launch_argv": ["vllm", "serve", "--host", "127.0.0.1"], "n": 1}'
+    assert quote_without_local_host(line, 35.3) == '{"model": "m", "output_tok_s": 35.3'
+    assert line.startswith(quote_without_local_host(line, 35.3))  # still an exact piece of the file
+    # a beginning that would no longer show the value keeps the whole quote; a quote naming no host is left alone
+    assert quote_without_local_host('{"host": "localhost", "tps": 9.5}', 9.5) == '{"host": "localhost", "tps": 9.5}'
+    assert quote_without_local_host('{"tps": 9.5}', 9.5) == '{"tps": 9.5}'

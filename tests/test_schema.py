@@ -62,6 +62,26 @@ def test_seed_is_deterministic_and_round_trips(tmp_path):
     assert first.read_bytes() == (ROOT / "data" / "seed.sql").read_bytes()
 
 
+def test_a_seeded_number_is_the_one_its_literal_writes(tmp_path):
+    """SQLite before 3.43 reads `146.619332` as 146.61933199999999: a figure from the seed then differed from the
+    seed's text (it no longer dumped to the same bytes, and its quote no longer showed it). The loader binds each
+    decimal literal as Python reads it; the text of a quoted string, numbers and marks included, stays as written."""
+    numbers = [146.619332, 1.016069, 75.9114498002725, 1e-05, 2.5e+20, 0.1, 7.0]
+    script = tmp_path / "seed.sql"
+    script.write_text("-- a comment: 1.5; 'x'\n" + "".join(
+        f"INSERT INTO t (id, x, y, s) VALUES ({i}, {x!r}, -{x!r}, 'avg_ts: {x!r}; ? it''s 3.5e2');\n"
+        for i, x in enumerate(numbers)), encoding="utf-8")
+    engine = db.make_engine(str(tmp_path / "t.sqlite"))
+    with engine.begin() as conn:
+        conn.exec_driver_sql("CREATE TABLE t (id INTEGER PRIMARY KEY, x REAL, y REAL, s TEXT)")
+    assert db.load_seed(engine, script) == len(numbers)
+    with engine.connect() as conn:
+        stored = conn.exec_driver_sql("SELECT x, y, s FROM t ORDER BY id").all()
+    engine.dispose()
+    assert [(x, y) for x, y, _ in stored] == [(x, -x) for x in numbers]
+    assert [s for _, _, s in stored] == [f"avg_ts: {x!r}; ? it's 3.5e2" for x in numbers]
+
+
 def test_init_on_an_existing_database_keeps_its_data(tmp_path):
     path = tmp_path / "keep.sqlite"
     run_cli("init", db=path)

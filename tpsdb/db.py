@@ -376,6 +376,40 @@ def split_sql(script: str) -> list[str]:
     return statements
 
 
+# A decimal literal with a fraction or an exponent, outside quoted strings. SQLite before 3.43 converts such text to a
+# double inexactly now and then (`SELECT 146.619332` gives 146.61933199999999, one unit in the last place off), so a
+# figure loaded from the seed would differ from the one written: its quote no longer shows it, and the seed no longer
+# dumps to the same bytes. Python's float() rounds correctly; the loader binds that value instead.
+_FLOAT_LITERAL = re.compile(r"(?<![\w.])(?:\d+\.\d+(?:[eE][+-]?\d+)?|\d+(?:\.\d*)?[eE][+-]?\d+)(?![\w.])")
+
+
+def split_sql_binding_floats(script: str) -> list[tuple[str, list[float]]]:
+    """Statements of a SQL script as split_sql splits them, each with its decimal literals (outside strings and
+    comments) replaced by `?` and given as parameters, in order, parsed by Python (qmark style: SQLite)."""
+    statements: list[tuple[str, list[float]]] = []
+    current: list[str] = []
+    params: list[float] = []
+
+    def bind(match: re.Match) -> str:
+        params.append(float(match.group()))
+        return "?"
+
+    for token in _SQL_TOKEN.findall(script):
+        if token == ";":
+            statement = "".join(current).strip()
+            if statement:
+                statements.append((statement, params))
+            current, params = [], []
+        elif token.startswith("'"):
+            current.append(token)
+        elif not token.startswith("--"):
+            current.append(_FLOAT_LITERAL.sub(bind, token) if "." in token or "e" in token or "E" in token
+                           else token)
+    if "".join(current).strip():
+        statements.append(("".join(current).strip(), params))
+    return statements
+
+
 def load_seed(engine: Engine, path: Path = config.SEED_SQL) -> int:
     """Run the seed's INSERTs in one transaction. Returns the number of statements."""
     with engine.begin() as conn:
@@ -383,15 +417,23 @@ def load_seed(engine: Engine, path: Path = config.SEED_SQL) -> int:
 
 
 def _load_seed(conn, path: Path) -> int:
-    statements = split_sql(path.read_text(encoding="utf-8"))
-    # The DBAPI cursor itself: no parameter parsing, so a '%' or ':x' inside a quoted string stays text.
+    script = path.read_text(encoding="utf-8")
+    # The DBAPI cursor itself: no parameter parsing by SQLAlchemy, so a '%' or ':x' inside a quoted string stays text.
     cursor = conn.connection.dbapi_connection.cursor()
-    for statement in statements:
-        cursor.execute(statement)
+    if conn.dialect.name == "sqlite":  # sqlite3 binds only its own `?` marks, never one inside a quoted string
+        bound = split_sql_binding_floats(script)
+        for statement, params in bound:
+            cursor.execute(statement, params)
+        count = len(bound)
+    else:  # PostgreSQL reads a decimal literal exactly (as numeric, then rounded once to double precision)
+        statements = split_sql(script)
+        for statement in statements:
+            cursor.execute(statement)
+        count = len(statements)
     cursor.close()
     if conn.dialect.name == "postgresql":  # explicit ids leave the sequences behind
         for name in SEED_TABLES:
             conn.execute(
                 text(f"SELECT setval(pg_get_serial_sequence('{name}', 'id'), COALESCE(MAX(id), 1)) FROM {name}")
             )
-    return len(statements)
+    return count

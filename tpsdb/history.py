@@ -33,21 +33,18 @@ def retire(session: Session, post_id: int, keep_figures: set[str], keep_rejectio
     return retired.rowcount
 
 
-# The refusals that depend on what the database holds rather than on the record alone: a later reference (a new
-# bandwidth, a filled parameter count) can turn the same record into an accepted figure.
-_REFUSALS_OF_THE_DATABASE = ("%above_ceiling%", "%already stored for%")
-
-
 def supersede_refusals_now_accepted(session: Session) -> int:
-    """A figure refused for what the database held, and accepted since (the reference changed, the record was added
-    again), is no longer a rejection: it is superseded, so it is never both refused and shown. The same figure is the
-    same source address, quote and value. Returns the rejections superseded."""
+    """A record refused only for exceeding the computed maximum (a check against the reference's bandwidth) and
+    accepted since, once the reference changed and the record was added again, is no longer a rejection: it is
+    superseded, so it is never both refused and shown. The same figure is the same source address, quote and value;
+    a refusal with any other reason was about the record itself and stays. Returns the rejections superseded."""
     accepted = select(Measurement.id).where(
         Measurement.status == Status.active, Measurement.source_url == Rejection.source_url,
         Measurement.quote == Rejection.quote, Measurement.tokens_per_second == Rejection.tokens_per_second)
     result = cast(CursorResult, session.execute(update(Rejection).where(
-        Rejection.status == Status.active, or_(*(col(Rejection.reasons).like(p) for p in _REFUSALS_OF_THE_DATABASE)),
-        accepted.exists()).values(status=Status.superseded), execution_options={"synchronize_session": False}))
+        Rejection.status == Status.active, col(Rejection.reasons).like('["tokens_per_second: above_ceiling%'),
+        col(Rejection.reasons).not_like('%", "%'), accepted.exists()).values(status=Status.superseded),
+        execution_options={"synchronize_session": False}))
     return result.rowcount
 
 

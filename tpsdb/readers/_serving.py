@@ -184,9 +184,59 @@ def model_block(found: Checkpoint | None, name: str | None = None) -> dict:
     return block
 
 
+# A benchmark's own server on the loopback address (`vllm serve --host 127.0.0.1`, `http://127.0.0.1:8080`): the
+# row's launch details, not its figure. The seed keeps no loopback address (a test server's would look the same), so a
+# quote stops before the member that names one, and a procedure drops it.
+_LOCAL_HOST = re.compile(r"127\.0\.0\.1|localhost")
+_HOST_OPTION = re.compile(r"\s*--host[ =](?:127\.0\.0\.1|localhost)\b|https?://(?:127\.0\.0\.1|localhost)(?::\d+)?/?")
+
+
+def quote_without_local_host(quote: str, value: Any) -> str:
+    """The quote, or where it names a local host, its exact beginning up to the top-level member that does, as long
+    as that beginning still shows the figure's value (else the whole quote)."""
+    found = _LOCAL_HOST.search(quote)
+    if found is None:
+        return quote
+    cut = _member_start(quote, found.start())
+    shown = quote[:cut] if cut else ""
+    number = f"{value}" if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+    return shown if number is not None and number in shown else quote
+
+
+def _member_start(text: str, at: int) -> int | None:
+    """Where the top-level member of the JSON object `text` that holds position `at` begins (its leading comma),
+    or None when `text` is no object or `at` is in its first member."""
+    i = _skip(text, 0)
+    if not text.startswith("{", i):
+        return None
+    i, before = i + 1, None
+    try:
+        while True:
+            start = before if before is not None else i
+            _, i = _DECODER.raw_decode(text, _skip(text, i))  # the key
+            i = _skip(text, i)
+            if not text.startswith(":", i):
+                return None
+            _, i = _DECODER.raw_decode(text, _skip(text, i + 1))  # the value
+            if at < i:
+                return start if before is not None else None
+            i = _skip(text, i)
+            if not text.startswith(",", i):
+                return None
+            before, i = i, i + 1
+    except (json.JSONDecodeError, RecursionError):
+        return None
+
+
 def candidate(ctx: FileContext, quote: str, slot: str, reasons: list[str], *, software: str | None,
               published_at: str | None = None, author: str | None = None, **fields: Any) -> Candidate:
     """A candidate record (record format v1) naming the software its row ran."""
+    quote = quote_without_local_host(quote, fields.get("value"))
+    if isinstance(fields.get("procedure"), str):
+        fields["procedure"] = _HOST_OPTION.sub("", fields["procedure"])
+    if isinstance(fields.get("options"), dict):
+        fields["options"] = {k: _HOST_OPTION.sub("", v) if isinstance(v, str) else v
+                             for k, v in fields["options"].items()}
     return Candidate(new_record(context(ctx, author, published_at), quote, software=software, **fields), slot, reasons)
 
 
