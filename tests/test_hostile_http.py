@@ -45,6 +45,10 @@ EXAMPLES = {
     "file": {"url": "https://github.com/o/r/blob/0123456/bench.md", "fetch_url": "{base}/o/r/bench.md"},
     "peer_dataset": {"url": "https://github.com/o/r/blob/0123456/peer.json", "fetch_url": "{base}/o/r/peer.json",
                      "format": "tokatlas"},
+    "repo_file": {"url": "https://github.com/o/r/blob/" + "0" * 40 + "/docs/results.json", "repo": "o/r",
+                  "path": "docs/results.json", "format": "kyuz0"},
+    "json_api": {"url": "https://example.org/api/v1/benchmarks", "fetch_url": "{base}/api/v1/benchmarks",
+                 "format": "inferencex", "queries": ["dsr1"]},
 }
 GUESSES = [
     {"url": "{base}/o/r/data.json"},
@@ -67,7 +71,8 @@ class MemoryArchive(Archive):
 
 
 def _spec(name: str, settings: dict, base: str) -> SourceSpec:
-    values = {key: value.replace("{base}", base) for key, value in settings.items()}
+    values = {key: value.replace("{base}", base) if isinstance(value, str) else value
+              for key, value in settings.items()}
     return SourceSpec(key=f"hostile-{name}", url=values.pop("url"), kind=name, title=None, licence=None,
                       refresh_interval_hours=24, settings=values)
 
@@ -106,6 +111,7 @@ def test_every_kinds_fetch_is_bounded_and_keeps_to_its_host(bounded, name, setti
     with HostileServer(mode) as server:
         bounded.setenv("TPSDB_GITHUB_URL", server.base_url)
         bounded.setenv("TPSDB_GITHUB_API_URL", server.base_url)
+        bounded.setenv("TPSDB_GITHUB_RAW_URL", server.base_url)
         bounded.delenv("GITHUB_TOKEN", raising=False)
         bounded.setenv("TPSDB_GITHUB_TOKEN", TOKEN)
         with_token = registry()[name](_spec(name, settings, server.base_url)).prepare()

@@ -23,9 +23,11 @@ from typer.testing import CliRunner
 
 import tpsdb.cli
 from shared_data import DGX_SPARK_MD, need
-from tpsdb import record, store
+from tpsdb import record, store, tokatlas
 from tpsdb.collect import benchfiles, extract, github, http, llamabench, machines, reading, timings
 from tpsdb.collect.extract import PostContext, extract_text
+from tpsdb.kinds import json_api, repo_file
+from tpsdb.readers import _serving, inferencex, kyuz0, lhl, localmaxxing, lotto, mlperf, xiongjiedai
 
 ROOT = Path(__file__).resolve().parent.parent
 DGX = DGX_SPARK_MD
@@ -63,7 +65,10 @@ def _patterns_in(value, seen: set):
 def collector_patterns() -> list[tuple[str, re.Pattern]]:
     seen: set = set()
     found = []
-    for module in (llamabench, machines, extract, reading, benchfiles, github, http, record, store, timings):
+    for module in (llamabench, machines, extract, reading, benchfiles, github, http, record, store, timings,
+                   # the dataset readers, the kinds that fetch their files and the relayed-facts reader
+                   _serving, inferencex, kyuz0, lhl, localmaxxing, lotto, mlperf, xiongjiedai, json_api, repo_file,
+                   tokatlas):
         for name, value in vars(module).items():
             for k, pattern in enumerate(_patterns_in(value, seen)):
                 found.append((f"{module.__name__.rsplit('.', 1)[-1]}.{name}[{k}]", pattern))
@@ -76,7 +81,8 @@ PATTERNS = collector_patterns()
 def test_the_patterns_are_found():
     names = {name.split("[")[0] for name, _ in PATTERNS}
     assert {"llamabench._BATCHED_PARAMS", "llamabench._VALUE", "llamabench._REDIRECTION", "machines._DEVICE_LINES",
-            "machines._PATTERNS", "reading._MODEL_FILES", "benchfiles._INSERT", "benchfiles._SQL_HEAD"} <= names
+            "machines._PATTERNS", "reading._MODEL_FILES", "benchfiles._INSERT", "benchfiles._SQL_HEAD",
+            "xiongjiedai._PROMPT_ARG", "localmaxxing._ONE_SEQUENCE", "tokatlas._CONDENSED_ROW"} <= names
     assert len(PATTERNS) > 40
 
 

@@ -15,7 +15,8 @@ from sqlmodel import Session
 
 from . import refresh
 from .kinds import kind_for
-from .kinds.repo_file import SEED, SeedError
+from .kinds._copies import SeedError
+from .kinds.repo_file import SEED
 from .sources import SourceSpec
 
 

@@ -88,9 +88,11 @@ _WHOLE_ROW = re.compile(r"^[^;|]+; (?P<row>[^;]+(?:\|[^;]*){8}); [^;|]+$")
 # The opening post's scoreboard header (sources/llamacpp-4167.toml: the three formats, PP and TG each).
 _SCOREBOARD_HEADER = ["Chip", "BW [GB/s]", "GPU Cores", "F16 PP [t/s]", "F16 TG [t/s]", "Q8_0 PP [t/s]",
                       "Q8_0 TG [t/s]", "Q4_0 PP [t/s]", "Q4_0 TG [t/s]"]
-# One llama-bench row as tokatlas renders it inside a quote: "llama 7B Q4_0 | tg128 | 171.19 ± 3.98".
-_QUOTED_ROW = re.compile(r"^\s*(?P<label>[^|;]+?)\s*\|\s*(?P<test>[^|;]+?)\s*\|\s*(?P<value>[\d.,]+)"
-                         r"(?:\s*(?:±|\+)\s*(?P<sd>[\d.,]+))?\s*$")
+# One llama-bench row as tokatlas renders it inside a quote: "llama 7B Q4_0 | tg128 | 171.19 ± 3.98". A cell
+# starts and ends with a non-blank, so that no blank can go either to the cell or to the blanks around it: with
+# `[^|;]+?\s*` a part of "a | " and 4,000 blanks took a minute (cubic backtracking; probe of 2026-12-06).
+_QUOTED_ROW = re.compile(r"^\s*(?P<label>[^|;\s](?:[^|;]*[^|;\s])?)\s*\|\s*(?P<test>[^|;\s](?:[^|;]*[^|;\s])?)\s*\|"
+                         r"\s*(?P<value>[\d.,]+)(?:\s*(?:±|\+)\s*(?P<sd>[\d.,]+))?\s*$")
 # The post's build as tokatlas notes it: exactly five digits, zero-padded ("config=b2048-ub512" is a batch size).
 _NOTES_BUILD = re.compile(r"(?:^|;)\s*config=b(?P<number>\d{5})\s*(?:;|$)")
 # A `build:` line inside the quote ("build: 48d22e2 (10360"; tokatlas may cut the closing parenthesis).
@@ -119,7 +121,7 @@ def parse_tokatlas(data: bytes, where: str) -> list[dict]:
     count: a whole file is complete by construction, as a truncated one is not JSON and is refused."""
     try:
         parsed = json.loads(data)
-    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+    except ValueError as error:  # not UTF-8, not JSON, or a number of more than 4,300 digits (int's limit)
         raise PeerFileError(f"{where}: not a JSON file ({error})") from None
     except RecursionError:  # a document nested deeper than Python's JSON reader follows
         raise PeerFileError(f"{where}: nested too deeply (not a tokatlas data file)") from None

@@ -32,16 +32,13 @@ from tpsdb.collect.completeness import Completeness, Count
 from tpsdb.collect.extract import Candidate, PostContext
 from tpsdb.collect.github import PageFormatError
 from tpsdb.collect.http import Fetched, PoliteSession
+from tpsdb.kinds._copies import SeedError, read_copy
 from tpsdb.kinds.base import Archive, Post, SourceKind
 from tpsdb.readers import FileContext, reader
 
 SETTINGS = {"format", "queries", "query", "fetch_url", "seed"}
 SEED = "seed"  # the transport of a load from copies (tpsdb load), as the repo_file kind names it
 _COPY_KEYS = {"file", "date", "query", "url", "what"}
-
-
-class SeedError(ValueError):
-    """A [seed] copy cannot be used (missing, or not what the source file says): nothing is loaded."""
 
 
 class JsonApi(SourceKind):
@@ -110,11 +107,7 @@ class JsonApi(SourceKind):
             raise SeedError(f"{self.spec.key}: its source file has no [seed] copies")
         out = []
         for copy in copies:
-            where = shared / copy["file"]
-            try:
-                body = where.read_bytes()
-            except OSError as error:
-                raise SeedError(f"{self.spec.key}: seed copy {where}: {error.strerror or error}") from None
+            body, where = read_copy(shared, copy["file"], self.spec.key)
             captured = datetime.combine(date.fromisoformat(copy["date"]), time(), timezone.utc)
             # each capture its own archive key: two captures of one address are two snapshots
             out.append(Fetched(url=f"{self._copy_url(copy)}#captured-{copy['date']}", status=200,

@@ -27,7 +27,7 @@ import os
 import posixpath
 import re
 from datetime import date, datetime, time, timezone
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from urllib.parse import quote
 
 from tpsdb.collect.completeness import Completeness, Count
@@ -36,18 +36,16 @@ from tpsdb.collect.github import PageFormatError
 from tpsdb.collect.github_rest import next_link
 from tpsdb.collect.http import Fetched, PoliteSession
 from tpsdb.kinds import _github
+from tpsdb.kinds._copies import SeedError, read_copy
 from tpsdb.kinds.base import Archive, Post, SourceKind
 
 RAW = "https://raw.githubusercontent.com"
 PER_PAGE = 100
+MAX_PAGES = 100  # 10,000 commits of one file: a listing that goes on beyond is not GitHub's (a server that lies)
 SEED = "seed"  # the transport of a load from copies
 _REPO = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9][A-Za-z0-9_.-]*$")
 _COMMIT = re.compile(r"^[0-9a-f]{40}$")
 _EARLIER = "earlier versions:"
-
-
-class SeedError(ValueError):
-    """A [seed] copy cannot be used (missing, or not what the source file says): nothing is loaded."""
 
 
 def raw_url() -> str:
@@ -82,8 +80,8 @@ class RepoFile(SourceKind):
         if s.get("format") not in readers.names():
             return f"format: {s.get('format')!r} is not one of {', '.join(readers.names())}"
         siblings = s.get("siblings", [])
-        if not isinstance(siblings, list) or not all(isinstance(p, str) and p for p in siblings):
-            return "siblings: not a list of paths"
+        if not isinstance(siblings, list) or not all(isinstance(p, str) and _inside(p) for p in siblings):
+            return "siblings: not a list of paths in the repository"
         prefix = f"{_github.GITHUB}/{repo}/blob/"
         if not spec.url.startswith(prefix) or not spec.url.endswith("/" + quote(path)) \
                 or not _COMMIT.match(spec.url[len(prefix):].split("/", 1)[0]):
@@ -126,10 +124,21 @@ class RepoFile(SourceKind):
         url: str | None = (f"{_github.api_url()}/repos/{self.repo}/commits?path={quote(self.path)}"
                            f"&per_page={PER_PAGE}")
         commits: list[str] = []
+        pages: set[str] = set()
         while url:
+            # a listing whose next page is one already read, or that never ends, or that names a commit twice
+            # would read for ever or read one version as two: the run fails, naming it
+            if url in pages:
+                raise PageFormatError(f"{self.repo}: the commits listing names the page {url} twice (a cycle)")
+            if len(pages) == MAX_PAGES:
+                raise PageFormatError(f"{self.repo}: the commits listing goes on beyond {MAX_PAGES} pages")
+            pages.add(url)
             fetched = self._get(http, archive, url, headers)
             page = fetched.body if fetched.status != 304 else _cached_body(archive, self.canonical(url))
-            commits += [c["sha"] for c in _listing(page)]
+            for sha in (c["sha"] for c in _listing(page)):
+                if sha in commits:
+                    raise PageFormatError(f"{self.repo}: the commits listing names the commit {sha} twice")
+                commits.append(sha)
             following = next_link(fetched.headers.get("link"), url)
             url = following if following and len(_listing(page)) == PER_PAGE else None
         if not commits:
@@ -155,20 +164,17 @@ class RepoFile(SourceKind):
             raise SeedError(f"{self.spec.key}: its source file has no [seed] copies")
         retrieved = datetime.combine(date.fromisoformat(seed["retrieved_at"]), time(), timezone.utc)
         copies = seed["copies"]
-        out = [self._copy(shared / c["file"], blob_url(self.repo, c["commit"], self.path), retrieved)
+        out = [self._copy(shared, c["file"], blob_url(self.repo, c["commit"], self.path), retrieved)
                for c in copies]
         newest = copies[-1]
         for sibling in self.siblings:
             listed = (newest.get("siblings") or {}).get(sibling)
-            where = shared / listed if listed else _beside(shared / newest["file"], self.path, sibling)
-            out.append(self._copy(where, blob_url(self.repo, newest["commit"], sibling), retrieved))
+            where = listed or _beside(PurePosixPath(newest["file"]), self.path, sibling)
+            out.append(self._copy(shared, str(where), blob_url(self.repo, newest["commit"], sibling), retrieved))
         return out
 
-    def _copy(self, where: Path, url: str, retrieved: datetime) -> Fetched:
-        try:
-            body = where.read_bytes()
-        except OSError as error:
-            raise SeedError(f"{self.spec.key}: seed copy {where}: {error.strerror or error}") from None
+    def _copy(self, shared: Path, relative: str, url: str, retrieved: datetime) -> Fetched:
+        body, where = read_copy(shared, relative, self.spec.key)
         return Fetched(url=url, status=200, headers={"x-tpsdb-copy": str(where)}, body=body, retrieved_at=retrieved)
 
     # ------------------------------------------------------------------------------------------ reading
@@ -238,8 +244,15 @@ def _listing(page: bytes) -> list[dict]:
 
 
 def _commit_date(commit: dict) -> str | None:
-    stated = ((commit.get("commit") or {}).get("committer") or {}).get("date")
-    return stated[:10] if isinstance(stated, str) else None
+    """The commit's day (YYYY-MM-DD of commit.committer.date), or None when the listing does not state one (a
+    member of another type, a date that is not one: the version is still read, its figures undated)."""
+    inner = commit.get("commit")
+    committer = inner.get("committer") if isinstance(inner, dict) else None
+    stated = committer.get("date") if isinstance(committer, dict) else None
+    try:
+        return date.fromisoformat(stated[:10]).isoformat() if isinstance(stated, str) else None
+    except ValueError:
+        return None
 
 
 def _cached_body(archive: Archive, url: str) -> bytes:
@@ -249,13 +262,19 @@ def _cached_body(archive: Archive, url: str) -> bytes:
     return cached.body
 
 
-def _beside(copy: Path, path: str, sibling: str) -> Path:
+def _beside(copy: PurePosixPath, path: str, sibling: str) -> PurePosixPath:
     """Where a sibling's copy sits: at the same place relative to the copy as in the repository (the copy's own
     path ends with the repository path: from the root above it; else from the copy's folder)."""
     parts = path.split("/")
     if copy.parts[-len(parts):] == tuple(parts):
         return copy.parents[len(parts) - 1] / sibling
     return copy.parent / posixpath.relpath(sibling, posixpath.dirname(path) or ".")
+
+
+def _inside(path: str) -> bool:
+    """A relative path that stays where it starts: not empty, not absolute, no `..` (the links a path may pass
+    through are followed and checked when the copy is read: tpsdb.kinds._copies)."""
+    return bool(path) and not path.startswith(("/", "\\")) and ".." not in path.replace("\\", "/").split("/")
 
 
 def _check_seed(seed) -> str | None:
@@ -274,8 +293,7 @@ def _check_seed(seed) -> str | None:
         where = f"seed.copies[{number}]"
         if not isinstance(copy, dict):
             return f"{where}: not a table"
-        if not isinstance(copy.get("file"), str) or not copy["file"] or copy["file"].startswith("/") \
-                or ".." in copy["file"].split("/"):
+        if not isinstance(copy.get("file"), str) or not _inside(copy["file"]):
             return f"{where}.file: not a path inside the shared folder"
         if not isinstance(copy.get("commit"), str) or not _COMMIT.match(copy["commit"]):
             return f"{where}.commit: not a 40-hex commit id"
@@ -283,6 +301,7 @@ def _check_seed(seed) -> str | None:
             date.fromisoformat(copy.get("date", ""))
         except (TypeError, ValueError):
             return f"{where}.date: not a YYYY-MM-DD date"
-        if not isinstance(copy.get("siblings", {}), dict):
-            return f"{where}.siblings: not a table of repo path = copy path"
+        listed = copy.get("siblings", {})
+        if not isinstance(listed, dict) or not all(isinstance(v, str) and _inside(v) for v in listed.values()):
+            return f"{where}.siblings: not a table of repo path = copy path inside the shared folder"
     return None

@@ -1,5 +1,6 @@
-"""What the dataset readers share: the exact text span of each JSON object in a file (a figure's quote is the
-record as it stands in the file), a stable slot from a run's identity, and the context every record cites."""
+"""What the dataset readers share: JSON read without a crash however deep, JSONL lines, the exact text of an
+object inside a line (a figure's quote is the record as it stands in the file), a stable slot from a run's
+identity, and the context every record cites."""
 
 from __future__ import annotations
 
@@ -9,32 +10,36 @@ import json
 from tpsdb.collect.extract import PostContext
 from tpsdb.readers import FileContext
 
+_DECODER = json.JSONDecoder()
+
+
+def loads(text: str | bytes, where: str) -> object:
+    """json.loads, with a document nested deeper than Python's JSON reader follows as a ValueError naming `where`
+    (a reader's callers take a ValueError as "not a file of this schema"; a RecursionError would be a crash)."""
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise ValueError(f"{where}: nested too deeply to read as JSON") from None
+
+
+def raw_decode(text: str, position: int, where: str) -> tuple[object, int]:
+    """JSONDecoder.raw_decode at `position`, too deep a value a ValueError naming `where` (as `loads`)."""
+    try:
+        return _DECODER.raw_decode(text, position)
+    except RecursionError:
+        raise ValueError(f"{where}: nested too deeply to read as JSON (at character {position})") from None
+
+
+def jsonl_lines(text: str) -> list[str]:
+    """The lines of a JSONL text, split at "\n" only (a "\r" before it dropped): str.splitlines would also split
+    at U+2028, U+2029, \x1c… that a JSON string may hold raw, cutting one record in two."""
+    return [line.removesuffix("\r") for line in text.split("\n")]
+
 
 def post_context(ctx: FileContext, protocol: dict | None = None) -> PostContext:
     """The provenance every candidate of this file carries: the file at its commit, its date, no author."""
     return PostContext(permalink=ctx.url, retrieved_at=ctx.retrieved_at, published_at=ctx.published_at,
                        author=None, protocol=protocol or {})
-
-
-def array_spans(text: str, key: str) -> list[tuple[dict, str]]:
-    """The objects of the JSON array at top-level `key` ("runs": [...]), each with its exact text in the file.
-    Raises ValueError when the key or the array is missing (the file is then not of this schema)."""
-    at = text.find(f'"{key}"')
-    if at < 0:
-        raise ValueError(f"{key}: missing (not a file of this schema)")
-    position = text.index("[", at) + 1
-    decoder, spans = json.JSONDecoder(), []
-    while True:
-        while position < len(text) and text[position] in " \t\r\n,":
-            position += 1
-        if position >= len(text):
-            raise ValueError(f"{key}: the array is never closed")
-        if text[position] == "]":
-            return spans
-        obj, end = decoder.raw_decode(text, position)
-        if isinstance(obj, dict):
-            spans.append((obj, text[position:end]))
-        position = end
 
 
 def member_span(line: str, key: str) -> str | None:
@@ -48,7 +53,7 @@ def member_span(line: str, key: str) -> str | None:
         position += 1
     if not line.startswith("{", position):
         return None
-    _, end = json.JSONDecoder().raw_decode(line, position)
+    _, end = raw_decode(line, position, key)
     return line[position:end]
 
 

@@ -22,9 +22,10 @@ from typing import Any
 from tpsdb.collect.extract import Candidate, PostContext, new_record
 from tpsdb.config import REFERENCE_DIR
 from tpsdb.readers import FileContext
+from tpsdb.readers._common import jsonl_lines, raw_decode
 from tpsdb.record import named_quantization
 
-_DECODER = json.JSONDecoder()
+_DECODER = json.JSONDecoder()  # for text already read whole (a row's quote); a file's text goes through raw_decode
 _BLANK = re.compile(r"[ \t\n\r]*")
 
 
@@ -54,8 +55,8 @@ def _walk(text: str, i: int, path: tuple[str, ...], where: str) -> Iterator[tupl
             return
         while True:
             try:
-                value, end = _DECODER.raw_decode(text, i)
-            except json.JSONDecodeError as error:
+                value, end = raw_decode(text, i, where)
+            except ValueError as error:
                 raise JsonShapeError(f"{where}: {error}") from None
             yield value, text[i:end]
             i = _skip(text, end)
@@ -73,8 +74,8 @@ def _walk(text: str, i: int, path: tuple[str, ...], where: str) -> Iterator[tupl
         return
     while True:
         try:
-            key, end = _DECODER.raw_decode(text, i)
-        except json.JSONDecodeError as error:
+            key, end = raw_decode(text, i, where)
+        except ValueError as error:
             raise JsonShapeError(f"{where}: {error}") from None
         i = _skip(text, end)
         if not isinstance(key, str) or text[i:i + 1] != ":":
@@ -83,8 +84,8 @@ def _walk(text: str, i: int, path: tuple[str, ...], where: str) -> Iterator[tupl
         if head in ("*", key):
             yield from _walk(text, i, rest, f"{where}.{key}")
         try:
-            _, end = _DECODER.raw_decode(text, i)  # the value, to go past it
-        except json.JSONDecodeError as error:
+            _, end = raw_decode(text, i, f"{where}.{key}")  # the value, to go past it
+        except ValueError as error:
             raise JsonShapeError(f"{where}.{key}: {error}") from None
         i = _skip(text, end)
         if text[i:i + 1] == ",":
@@ -97,12 +98,12 @@ def _walk(text: str, i: int, path: tuple[str, ...], where: str) -> Iterator[tupl
 
 def jsonl_items(text: str) -> Iterator[tuple[int, Any, str]]:
     """Each non-blank line of a JSONL text: (line number from 1, its value or None when not JSON, its text)."""
-    for number, line in enumerate(text.splitlines(), 1):
+    for number, line in enumerate(jsonl_lines(text), 1):
         if not line.strip():
             continue
         try:
             value = json.loads(line)
-        except json.JSONDecodeError:
+        except (ValueError, RecursionError):  # not JSON, a number of over 4,300 digits, too deep: not a record
             value = None
         yield number, value, line
 
@@ -158,8 +159,9 @@ def names(table: str) -> dict:
 
 
 def quant_format(label: str | None) -> str | None:
-    """The named format a source's label stands for ([formats] of the names file), or None when unknown."""
-    if not label:
+    """The named format a source's label stands for ([formats] of the names file), or None when unknown (or when
+    the row gives a list or an object where the label should be)."""
+    if not label or not isinstance(label, str):
         return None
     known = names("quant_labels")
     named = known.get(label.lower())
@@ -186,7 +188,10 @@ def model_block(found: Checkpoint | None, name: str | None = None) -> dict:
 # row's launch details, not its figure. The seed keeps no loopback address (a test server's would look the same), so a
 # quote stops before the member that names one, and a procedure drops it.
 _LOCAL_HOST = re.compile(r"127\.0\.0\.1|localhost")
-_HOST_OPTION = re.compile(r"\s*--host[ =](?:127\.0\.0\.1|localhost)\b|https?://(?:127\.0\.0\.1|localhost)(?::\d+)?/?")
+# The blanks before `--host` go with it; a match starts only where a run of blanks does ((?<!\s)), else a long run
+# with no --host after it was scanned again from each of its blanks (quadratic: 40,000 blanks took 2.3 s).
+_HOST_OPTION = re.compile(r"(?<!\s)\s*--host[ =](?:127\.0\.0\.1|localhost)\b"
+                          r"|https?://(?:127\.0\.0\.1|localhost)(?::\d+)?/?")
 
 
 def quote_without_local_host(quote: str, value: Any) -> str:

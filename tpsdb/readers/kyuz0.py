@@ -16,7 +16,8 @@ import re
 from tpsdb.collect import llamabench as lb
 from tpsdb.collect.extract import Candidate, new_record, refuse_unstorable_numbers
 from tpsdb.readers import FileContext
-from tpsdb.readers._common import array_spans, post_context, run_slot
+from tpsdb.readers._common import loads, post_context, run_slot
+from tpsdb.readers._serving import json_items
 from tpsdb.units import GIB_IN_GB
 
 NAME = "kyuz0"
@@ -42,9 +43,20 @@ def model_name(model_clean: str) -> str:
 
 
 def read(data: bytes, ctx: FileContext) -> list[Candidate]:
-    text = data.decode("utf-8")
+    text = data.decode("utf-8-sig")
+    document = loads(text, ctx.path)
+    runs = document.get("runs") if isinstance(document, dict) else None
+    if not isinstance(runs, list):
+        raise ValueError(f"{ctx.path}: runs: not a list at the top level (not a kyuz0 results.json)")
+    # each run's exact text, from the top-level array only (not a "runs" key nested elsewhere or another array)
+    quotes = [quote for _, quote in json_items(text, ("runs",))]
+    if len(quotes) != len(runs):
+        raise ValueError(f"{ctx.path}: runs: the key is given twice")
     post = post_context(ctx)
-    return [_candidate(run, quote, post) for run, quote in array_spans(text, "runs")]
+    return [_candidate(run, quote, post) if isinstance(run, dict) else
+            Candidate(new_record(post, quote, hardware=HARDWARE, software=SOFTWARE), f"runs[{k}]",
+                      ["record: not a JSON object"])
+            for k, (run, quote) in enumerate(zip(runs, quotes))]
 
 
 def _candidate(run: dict, quote: str, post) -> Candidate:

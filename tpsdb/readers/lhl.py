@@ -18,7 +18,7 @@ from tpsdb.collect.benchfiles import extract_bench_file
 from tpsdb.collect.extract import Candidate, new_record
 from tpsdb.collect.machines import canonical_hardware
 from tpsdb.readers import FileContext
-from tpsdb.readers._common import member_span, post_context, run_slot
+from tpsdb.readers._common import jsonl_lines, loads, member_span, post_context, run_slot
 from tpsdb.readers.kyuz0 import model_name
 
 # llama-bench's type label ends with the file type name; a label the common reader cannot split
@@ -41,7 +41,12 @@ def machine(ctx: FileContext) -> str | None:
     raw = ctx.siblings.get(system_info_path(ctx.path))
     if raw is None:
         return None
-    info = json.loads(raw)
+    try:
+        info = loads(raw, SYSTEM_INFO)
+    except ValueError:  # not JSON (or not UTF-8): it names no machine, and each figure says so
+        return None
+    if not isinstance(info, dict):
+        return None
     details = info.get("gpu_details") if isinstance(info.get("gpu_details"), dict) else {}
     # an engineering sample's CPU string names no product ("AMD Eng Sample"): then the GPU device it states
     for stated in (info.get("cpu"), details.get("device_name")):
@@ -55,10 +60,12 @@ def read(data: bytes, ctx: FileContext) -> list[Candidate]:
     post = post_context(ctx)
     hardware = machine(ctx)
     out = []
-    for number, line in enumerate(data.decode("utf-8").splitlines(), 1):
+    for number, line in enumerate(jsonl_lines(data.decode("utf-8-sig")), 1):
         if not line.strip():
             continue
-        row = json.loads(line)
+        row = loads(line, f"line {number}")
+        if not isinstance(row, dict):
+            raise ValueError(f"line {number}: not a JSON object")
         out.append(_candidate(row, line, number, post, hardware))
     return out
 

@@ -10,7 +10,6 @@ cell names with another count is rejected rather than trusted either way. Sampli
 
 from __future__ import annotations
 
-import json
 import posixpath
 import re
 
@@ -18,7 +17,7 @@ from tpsdb.collect import llamabench as lb
 from tpsdb.collect.extract import Candidate, extract_text
 from tpsdb.collect.machines import canonical_hardware
 from tpsdb.readers import FileContext
-from tpsdb.readers._common import post_context
+from tpsdb.readers._common import loads, post_context
 
 NAME = "xiongjiedai"
 SOFTWARE = "llama.cpp"
@@ -75,24 +74,36 @@ def mac_of(path: str) -> str | None:
 
 def cell_text(cell: dict) -> tuple[str, str]:
     """(the cell's source, the text of its outputs as shown): stream text and plain-text results."""
-    source = cell.get("source", "")
-    source = "".join(source) if isinstance(source, list) else str(source)
+    source = _text(cell.get("source", ""))
     outputs = []
-    for output in cell.get("outputs", []):
+    listed = cell.get("outputs")
+    for output in listed if isinstance(listed, list) else []:
+        if not isinstance(output, dict):
+            continue  # a malformed output shows nothing
         text = output.get("text")
         if text is None:
-            text = (output.get("data") or {}).get("text/plain", "")
-        outputs.append("".join(text) if isinstance(text, list) else str(text))
+            data = output.get("data")
+            text = data.get("text/plain", "") if isinstance(data, dict) else ""
+        outputs.append(_text(text))
     return source, "".join(outputs)
 
 
+def _text(value) -> str:
+    """A notebook's text: a string, or a list of lines (a line that is not a string shows nothing)."""
+    if isinstance(value, list):
+        return "".join(line for line in value if isinstance(line, str))
+    return value if isinstance(value, str) else ""
+
+
 def read(data: bytes, ctx: FileContext) -> list[Candidate]:
-    notebook = json.loads(data)
+    notebook = loads(data, ctx.path)
+    if not isinstance(notebook, dict) or not isinstance(notebook.get("cells"), list):
+        raise ValueError(f"{ctx.path}: not a notebook (no list of cells)")
     post = post_context(ctx)
     expected = gpu_count(ctx.path)
     out: list[Candidate] = []
-    for number, cell in enumerate(notebook.get("cells", [])):
-        if cell.get("cell_type") != "code":
+    for number, cell in enumerate(notebook["cells"]):
+        if not isinstance(cell, dict) or cell.get("cell_type") != "code":
             continue
         source, output = cell_text(cell)
         if "tokens per second" not in output and "t/s" not in output:
