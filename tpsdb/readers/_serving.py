@@ -195,38 +195,44 @@ _HOST_OPTION = re.compile(r"(?<!\s)\s*--host[ =](?:127\.0\.0\.1|localhost)\b"
 
 
 def quote_without_local_host(quote: str, value: Any) -> str:
-    """The quote, or where it names a local host, its exact beginning up to the top-level member that does, as long
-    as that beginning still shows the figure's value (else the whole quote)."""
+    """The quote, or where it names a local host, the exact part of it before the top-level member that does, or
+    else the part after it, whichever still shows the figure's value and names no local host (else the whole
+    quote)."""
     found = _LOCAL_HOST.search(quote)
     if found is None:
         return quote
-    cut = _member_start(quote, found.start())
-    shown = quote[:cut] if cut else ""
+    member = _member_around(quote, found.start())
     number = f"{value}" if isinstance(value, (int, float)) and not isinstance(value, bool) else None
-    return shown if number is not None and number in shown else quote
+    if member is None or number is None:
+        return quote
+    before, after = quote[:member[0]], quote[member[1]:]
+    for part in (before, after):
+        if number in part and not _LOCAL_HOST.search(part):
+            return part
+    return quote
 
 
-def _member_start(text: str, at: int) -> int | None:
-    """Where the top-level member of the JSON object `text` that holds position `at` begins (its leading comma),
-    or None when `text` is no object or `at` is in its first member."""
+def _member_around(text: str, at: int) -> tuple[int, int] | None:
+    """For the top-level member of the JSON object `text` that holds position `at`: where the text before it ends
+    (its leading comma) and where the text after it starts (the next member's key). None when `text` is no object,
+    or the member is the first or the last one (the part on that side would hold the braces alone)."""
     i = _skip(text, 0)
     if not text.startswith("{", i):
         return None
-    i, before = i + 1, None
+    i, comma = i + 1, None
     try:
         while True:
-            start = before if before is not None else i
             _, i = _DECODER.raw_decode(text, _skip(text, i))  # the key
             i = _skip(text, i)
             if not text.startswith(":", i):
                 return None
             _, i = _DECODER.raw_decode(text, _skip(text, i + 1))  # the value
-            if at < i:
-                return start if before is not None else None
             i = _skip(text, i)
             if not text.startswith(",", i):
                 return None
-            before, i = i, i + 1
+            if at < i:
+                return (comma, _skip(text, i + 1)) if comma is not None else None
+            comma, i = i, i + 1
     except (json.JSONDecodeError, RecursionError):
         return None
 
