@@ -6,9 +6,7 @@ RecursionError or an AttributeError (exit 4), and no figure is accepted from a m
 from __future__ import annotations
 
 import json
-import signal
 import time
-from contextlib import contextmanager
 from datetime import date
 
 import pytest
@@ -17,6 +15,7 @@ from conftest import run_cli
 from fixture_server import FixtureServer
 from refresh_helpers import dump, rows, server_env
 from test_json_api_kind import MODELS, answer, point, served  # noqa: F401  (served: the stand-in API's fixture)
+from test_linear_time import time_limit
 from tpsdb import tokatlas
 from tpsdb.readers import FileContext, _serving, names, reader
 from tpsdb.readers._serving import Checkpoint
@@ -139,25 +138,13 @@ def test_a_figure_that_is_no_finite_positive_number_is_never_accepted(mistral, v
 
 
 # ------------------------------------------------------------------------------------------ relayed facts
-@contextmanager
-def cpu_limit(seconds: float):
-    """Fail instead of running for minutes: the regex engine checks for signals while it backtracks."""
-    def expired(*_):
-        raise TimeoutError(f"still running after {seconds} s")
-    previous = signal.signal(signal.SIGALRM, expired)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
 
 
 def test_a_quote_of_long_blank_cells_is_read_in_linear_time():
     # "a | " and 4,000 blanks took 59 s of CPU before (the cells' lazy run and the blanks around them overlapped)
     quote = "; ".join(["a | " + " " * 50_000 + "x", "b" * 50_000, "llama 7B Q4_0 | tg128 | 171.19 ± 3.98"])
     start = time.process_time()
-    with cpu_limit(5):
+    with time_limit(5, "a hostile input"):
         rows = tokatlas._quoted_rows(quote)
     assert time.process_time() - start < 1
     assert [(shape.generated_tokens, value, sd) for shape, value, sd in rows] == [(128, 171.19, 3.98)]
@@ -222,7 +209,7 @@ def github(tmp_path, empty_db):
             env = server_env(server, TPSDB_GITHUB_API_URL=server.base_url,
                              TPSDB_GITHUB_RAW_URL=server.base_url + "/raw", TPSDB_HTTP_MAX_ATTEMPTS="1",
                              TPSDB_HTTP_MAX_TOTAL_S="5")
-            with cpu_limit(20):
+            with time_limit(20, "a hostile input"):
                 result = run_cli("refresh", "strix", "--format", "json", "--sources-dir", str(sources),
                                  db=empty_db, env=env, check=False)
             return result.returncode, json.loads(result.stdout)[0]
@@ -345,7 +332,7 @@ def _seeded(tmp_path, copy: str, siblings: str = "", listed: str = "") -> tuple:
 
 
 def _load(db, sources, shared, **env):
-    with cpu_limit(20):
+    with time_limit(20, "a hostile input"):
         return run_cli("load", "strix", "--shared", str(shared), "--sources-dir", str(sources), db=db, check=False,
                        env=env)
 
@@ -431,7 +418,7 @@ def test_a_long_run_of_blanks_in_a_procedure_is_cleaned_in_linear_time():
            "tokSOut": 50.0, "notes": "llama-bench" + " " * 200_000 + "x --host 127.0.0.1 -np 1",
            "engineFlags": {"commandSnippet": "llama-server --host=localhost -np 1" + " " * 200_000 + "x"}}
     start = time.process_time()
-    with cpu_limit(5):
+    with time_limit(5, "a hostile input"):
         (found,) = reader("localmaxxing").read(json.dumps([row]).encode(), ctx("localmaxxing"))
     assert time.process_time() - start < 1
     assert found.record["software"]["options"]["command"] == "llama-server -np 1" + " " * 200_000 + "x"

@@ -12,6 +12,12 @@ from pathlib import Path
 from tpsdb import config
 
 
+def inside(path: str) -> bool:
+    """A relative path that stays where it starts: not empty, not absolute, no `..` (the links a path may pass
+    through are followed and checked when the copy is read: read_copy)."""
+    return bool(path) and not path.startswith(("/", "\\")) and ".." not in path.replace("\\", "/").split("/")
+
+
 class SeedError(ValueError):
     """A [seed] copy cannot be used (missing, or not what the source file says): nothing is loaded."""
 

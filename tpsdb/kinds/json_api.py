@@ -32,7 +32,7 @@ from tpsdb.collect.completeness import Completeness, Count
 from tpsdb.collect.extract import Candidate, PostContext
 from tpsdb.collect.github import PageFormatError
 from tpsdb.collect.http import Fetched, PoliteSession
-from tpsdb.kinds._copies import SeedError, read_copy
+from tpsdb.kinds._copies import SeedError, inside, read_copy
 from tpsdb.kinds.base import Archive, Post, SourceKind
 from tpsdb.readers import FileContext, reader
 
@@ -184,7 +184,7 @@ def _check_seed(seed, queries: list) -> str | None:
         if set(copy) - _COPY_KEYS:
             return f"{where}.{sorted(set(copy) - _COPY_KEYS)[0]}: not a key of a copy"
         file = copy.get("file")
-        if not isinstance(file, str) or not file or file.startswith("/") or ".." in file.split("/"):
+        if not isinstance(file, str) or not inside(file):
             return f"{where}.file: not a path inside the shared folder"
         if not isinstance(copy.get("date"), str) or not _DAY.match(copy["date"]):
             return f"{where}.date: not a YYYY-MM-DD date"

@@ -36,7 +36,7 @@ from tpsdb.collect.github import PageFormatError
 from tpsdb.collect.github_rest import next_link
 from tpsdb.collect.http import Fetched, PoliteSession
 from tpsdb.kinds import _github
-from tpsdb.kinds._copies import SeedError, read_copy
+from tpsdb.kinds._copies import SeedError, inside, read_copy
 from tpsdb.kinds.base import Archive, Post, SourceKind
 
 RAW = "https://raw.githubusercontent.com"
@@ -80,7 +80,7 @@ class RepoFile(SourceKind):
         if s.get("format") not in readers.names():
             return f"format: {s.get('format')!r} is not one of {', '.join(readers.names())}"
         siblings = s.get("siblings", [])
-        if not isinstance(siblings, list) or not all(isinstance(p, str) and _inside(p) for p in siblings):
+        if not isinstance(siblings, list) or not all(isinstance(p, str) and inside(p) for p in siblings):
             return "siblings: not a list of paths in the repository"
         prefix = f"{_github.GITHUB}/{repo}/blob/"
         if not spec.url.startswith(prefix) or not spec.url.endswith("/" + quote(path)) \
@@ -271,12 +271,6 @@ def _beside(copy: PurePosixPath, path: str, sibling: str) -> PurePosixPath:
     return copy.parent / posixpath.relpath(sibling, posixpath.dirname(path) or ".")
 
 
-def _inside(path: str) -> bool:
-    """A relative path that stays where it starts: not empty, not absolute, no `..` (the links a path may pass
-    through are followed and checked when the copy is read: tpsdb.kinds._copies)."""
-    return bool(path) and not path.startswith(("/", "\\")) and ".." not in path.replace("\\", "/").split("/")
-
-
 def _check_seed(seed) -> str | None:
     if seed is None:
         return None
@@ -293,7 +287,7 @@ def _check_seed(seed) -> str | None:
         where = f"seed.copies[{number}]"
         if not isinstance(copy, dict):
             return f"{where}: not a table"
-        if not isinstance(copy.get("file"), str) or not _inside(copy["file"]):
+        if not isinstance(copy.get("file"), str) or not inside(copy["file"]):
             return f"{where}.file: not a path inside the shared folder"
         if not isinstance(copy.get("commit"), str) or not _COMMIT.match(copy["commit"]):
             return f"{where}.commit: not a 40-hex commit id"
@@ -302,6 +296,6 @@ def _check_seed(seed) -> str | None:
         except (TypeError, ValueError):
             return f"{where}.date: not a YYYY-MM-DD date"
         listed = copy.get("siblings", {})
-        if not isinstance(listed, dict) or not all(isinstance(v, str) and _inside(v) for v in listed.values()):
+        if not isinstance(listed, dict) or not all(isinstance(v, str) and inside(v) for v in listed.values()):
             return f"{where}.siblings: not a table of repo path = copy path inside the shared folder"
     return None
