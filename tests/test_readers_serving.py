@@ -229,3 +229,12 @@ def test_a_quote_stops_before_the_member_naming_the_runs_own_loopback_server():
     # a beginning that would no longer show the value keeps the whole quote; a quote naming no host is left alone
     assert quote_without_local_host('{"host": "localhost", "tps": 9.5}', 9.5) == '{"host": "localhost", "tps": 9.5}'
     assert quote_without_local_host('{"tps": 9.5}', 9.5) == '{"tps": 9.5}'
+
+
+def test_a_quote_naming_a_loopback_server_keeps_a_clean_part_that_shows_the_value_or_any_when_there_is_none():
+    from tpsdb.readers._serving import quote_without_local_host
+
+    row = '{"id": "r", "engine": {"cmd": "llama-server --host 127.0.0.1"}, "tokSOut": 68, "notes": null}'
+    assert quote_without_local_host(row, 68.0) == '"tokSOut": 68, "notes": null}'  # 68.0 is written 68
+    assert quote_without_local_host(row, None) == '{"id": "r"'  # no value to show: the part before the member
+    assert "127.0.0.1" in quote_without_local_host(row, 71.5)  # no part shows 71.5: the whole row, never a cut

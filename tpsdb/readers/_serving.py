@@ -196,20 +196,30 @@ _HOST_OPTION = re.compile(r"(?<!\s)\s*--host[ =](?:127\.0\.0\.1|localhost)\b"
 
 def quote_without_local_host(quote: str, value: Any) -> str:
     """The quote, or where it names a local host, the exact part of it before the top-level member that does, or
-    else the part after it, whichever still shows the figure's value and names no local host (else the whole
-    quote)."""
+    else the part after it, whichever still shows the figure's value (when the row states one) and names no local
+    host (else the whole quote)."""
     found = _LOCAL_HOST.search(quote)
     if found is None:
         return quote
     member = _member_around(quote, found.start())
-    number = f"{value}" if isinstance(value, (int, float)) and not isinstance(value, bool) else None
-    if member is None or number is None:
+    if member is None:
         return quote
+    numbers = _spellings(value)
     before, after = quote[:member[0]], quote[member[1]:]
     for part in (before, after):
-        if number in part and not _LOCAL_HOST.search(part):
+        # a row that states no value (a rejection) only needs a part of itself that names no host
+        if (not numbers or any(n in part for n in numbers)) and not _LOCAL_HOST.search(part):
             return part
     return quote
+
+
+def _spellings(value: Any) -> tuple[str, ...]:
+    """How a JSON file may write the figure's value (68.0 is written 68), or () for no value."""
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        return ()
+    if isinstance(value, float) and value.is_integer() and abs(value) < 1e15:
+        return (f"{value}", f"{int(value)}")
+    return (f"{value}",)
 
 
 def _member_around(text: str, at: int) -> tuple[int, int] | None:
@@ -237,6 +247,15 @@ def _member_around(text: str, at: int) -> tuple[int, int] | None:
         return None
 
 
+def _without_host_options(value: Any, depth: int = 0) -> Any:
+    """Options with every loopback host option or address taken out of their texts (nested tables too)."""
+    if isinstance(value, str):
+        return _HOST_OPTION.sub("", value)
+    if isinstance(value, dict) and depth < 8:
+        return {k: _without_host_options(v, depth + 1) for k, v in value.items()}
+    return value
+
+
 def candidate(ctx: FileContext, quote: str, slot: str, reasons: list[str], *, software: str | None,
               published_at: str | None = None, author: str | None = None, **fields: Any) -> Candidate:
     """A candidate record (record format v1) naming the software its row ran."""
@@ -244,8 +263,7 @@ def candidate(ctx: FileContext, quote: str, slot: str, reasons: list[str], *, so
     if isinstance(fields.get("procedure"), str):
         fields["procedure"] = _HOST_OPTION.sub("", fields["procedure"])
     if isinstance(fields.get("options"), dict):
-        fields["options"] = {k: _HOST_OPTION.sub("", v) if isinstance(v, str) else v
-                             for k, v in fields["options"].items()}
+        fields["options"] = _without_host_options(fields["options"])
     return Candidate(new_record(context(ctx, author, published_at), quote, software=software, **fields), slot, reasons)
 
 
