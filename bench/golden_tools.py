@@ -6,7 +6,9 @@ thread.json and graphql pages) and, when present, ../shared/fixtures the same wa
 ../shared/datasets/xiongjiedai-* through their dataset reader (its cells hold `./main` run logs). Each candidate is
 printed with every field of its record, its slot and its rejection reasons, keyed by the text it came from.
 The tests' own inline texts are checked by the tests; as a further net, every string literal of tests/*.py that
-holds a tool output's trigger words is read too (keyed by file and line).
+holds a tool output's trigger words is read too (keyed by file and the text's hash, so that an edit elsewhere in
+the test file moves no key). To print main's output on today's texts, put main's package first on the path:
+`git worktree add /tmp/main-code main; PYTHONPATH=/tmp/main-code python bench/golden_tools.py`.
 Reads files and prints; writes nothing.
 
     python bench/golden_tools.py > /tmp/before.json   # then, after a change: diff against a new run
@@ -15,10 +17,12 @@ Reads files and prints; writes nothing.
 from __future__ import annotations
 
 import ast
+import hashlib
 import json
 import sys
 from pathlib import Path
 
+import tpsdb
 from tpsdb.collect.extract import PostContext, extract_post, extract_text
 from tpsdb.readers import FileContext, reader
 
@@ -77,7 +81,7 @@ def _inline_texts(out: dict) -> None:
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.Constant) and isinstance(node.value, str) and \
                     any(word in node.value for word in _TRIGGERS):
-                key = f"tests/{path.name}:{node.lineno}:{node.col_offset}"
+                key = f"tests/{path.name}#{hashlib.sha1(node.value.encode()).hexdigest()[:16]}"
                 out[key] = _dump(extract_text(node.value, CTX))
 
 
@@ -90,7 +94,7 @@ def main() -> None:
     json.dump(out, sys.stdout, sort_keys=True, indent=1, ensure_ascii=False)
     sys.stdout.write("\n")
     counts = sum(len(v) for v in out.values())
-    print(f"{len(out)} texts, {counts} candidates", file=sys.stderr)
+    print(f"{len(out)} texts, {counts} candidates; package read from {Path(tpsdb.__file__).parent}", file=sys.stderr)
 
 
 if __name__ == "__main__":
