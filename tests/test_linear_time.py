@@ -24,8 +24,9 @@ from typer.testing import CliRunner
 import tpsdb.cli
 from shared_data import DGX_SPARK_MD, need
 from tpsdb import record, store, tokatlas
-from tpsdb.collect import benchfiles, extract, github, http, llamabench, machines, reading, timings
+from tpsdb.collect import benchfiles, extract, github, http, llamabench, machines, reading, tools
 from tpsdb.collect.extract import PostContext, extract_text
+from tpsdb.collect.tools import _post as tools_post
 from tpsdb.kinds import json_api, repo_file
 from tpsdb.readers import _serving, inferencex, kyuz0, lhl, localmaxxing, lotto, mlperf, xiongjiedai
 
@@ -65,7 +66,8 @@ def _patterns_in(value, seen: set):
 def collector_patterns() -> list[tuple[str, re.Pattern]]:
     seen: set = set()
     found = []
-    for module in (llamabench, machines, extract, reading, benchfiles, github, http, record, store, timings,
+    for module in (llamabench, machines, extract, reading, benchfiles, github, http, record, store,
+                   tools, tools_post, *tools.TOOLS,  # the tool-output readers, one module per shape
                    # the dataset readers, the kinds that fetch their files and the relayed-facts reader
                    _serving, inferencex, kyuz0, lhl, localmaxxing, lotto, mlperf, xiongjiedai, json_api, repo_file,
                    tokatlas):
@@ -82,7 +84,8 @@ def test_the_patterns_are_found():
     names = {name.split("[")[0] for name, _ in PATTERNS}
     assert {"llamabench._BATCHED_PARAMS", "llamabench._VALUE", "llamabench._REDIRECTION", "machines._DEVICE_LINES",
             "machines._PATTERNS", "reading._MODEL_FILES", "benchfiles._INSERT", "benchfiles._SQL_HEAD",
-            "xiongjiedai._PROMPT_ARG", "localmaxxing._ONE_SEQUENCE", "tokatlas._CONDENSED_ROW"} <= names
+            "xiongjiedai._PROMPT_ARG", "localmaxxing._ONE_SEQUENCE", "tokatlas._CONDENSED_ROW", "tools.PATTERNS",
+            "_post._LOG_BUILD", "ollama._OLLAMA", "mlx._MLX", "serving._FIELD"} <= names
     assert len(PATTERNS) > 40
 
 

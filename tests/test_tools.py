@@ -1,4 +1,5 @@
-"""The speeds other tools print (issue 10, item 4): each figure a measurement, or a rejection naming what is missing.
+"""The speeds other tools print (issue 10, item 4): each figure a measurement, or a rejection naming what is missing;
+and the registry of their readers, one module per shape (issue 17, item 4: tpsdb/collect/tools/).
 
 The outputs below are shaped as the tools print them (llama.cpp src/llama-context.cpp and tools/server, ik_llama.cpp
 examples/sweep-bench, ollama's Metrics.Summary, mlx-lm generate.py, vLLM benchmark_serving.py, SGLang bench_serving).
@@ -6,8 +7,18 @@ examples/sweep-bench, ollama's Metrics.Summary, mlx-lm generate.py, vLLM benchma
 
 from __future__ import annotations
 
+import re
+from types import ModuleType
+
+import pytest
+
+from tpsdb.collect import tools
 from tpsdb.collect.extract import PostContext, extract_post, extract_text
-from tpsdb.collect.timings import NO_COMMAND, NO_CONCURRENCY, PEAK_FIGURE, SERVER_SLOTS
+from tpsdb.collect.reading import Reading, join_split_tables, pieces_from_text
+from tpsdb.collect.tools import llama_logs, mlx, ollama, serving, sweep_bench
+from tpsdb.collect.tools._post import NO_COMMAND, Post, text_lines
+from tpsdb.collect.tools.llama_logs import SERVER_SLOTS
+from tpsdb.collect.tools.serving import NO_CONCURRENCY, PEAK_FIGURE
 from tpsdb.record import validate
 
 CTX = PostContext("https://github.com/ggml-org/llama.cpp/discussions/1#discussioncomment-2", "2026-12-01",
@@ -292,3 +303,79 @@ def test_a_timing_line_whose_speed_is_no_number_is_not_a_figure():
     line = "llama_perf_context_print:        eval time =    1.00 ms /     5 runs   (    0.20 ms per token, " \
            "1.2.3 tokens per second)"
     assert extract_text(line, CTX) == []  # read as a float, "1.2.3" raised ValueError out of extract_text
+
+
+# ------------------------------------------------------------------------------------------- the registry
+def test_the_registry_holds_every_reader_module_in_its_stated_order():
+    assert tuple(module.__name__.rsplit(".", 1)[-1] for module in tools.TOOLS) == tools.ORDER
+    assert tools.TOOLS == (llama_logs, ollama, mlx, serving, sweep_bench)
+    assert len({module.NAME for module in tools.TOOLS}) == len(tools.TOOLS)
+
+
+def test_a_module_left_out_of_the_order_is_named(tmp_path, monkeypatch):
+    (tmp_path / "textgen.py").write_text('"""A reader not listed in ORDER."""\n', encoding="utf-8")
+    monkeypatch.setattr(tools, "__path__", [*tools.__path__, str(tmp_path)])
+    with pytest.raises(RuntimeError, match=r"modules not listed \['textgen'\]"):
+        tools._discover()
+
+
+@pytest.mark.parametrize(("text", "module"), [(LLAMA_CLI, llama_logs), (SERVER, llama_logs), (SWEEP, sweep_bench),
+                                              (OLLAMA, ollama), (MLX, mlx), (VLLM, serving), (SGLANG, serving)])
+def test_each_reader_names_its_own_software_and_reads_only_its_shape(text, module):
+    reading = Reading(join_split_tables(pieces_from_text(text, markdown=True)), CTX)
+    assert module.wants("\n".join(line for _, line in text_lines(reading)), reading)
+    post = Post(reading, tools.PATTERNS)
+    module.read(post)
+    assert post.out and {c.record["software"]["name"] for c in post.out} <= set(module.SOFTWARE)
+    for other in tools.TOOLS:
+        if other.NAME != module.NAME:  # another shape finds no figure of its own in this text
+            post = Post(reading, tools.PATTERNS)
+            other.read(post)
+            assert post.out == [], other.NAME
+
+
+def test_the_order_is_in_the_slots_a_later_reader_counts_the_figures_before_it():
+    # three log figures first (the sampling speed, filed as generation, then prompt and generation): ollama counts them
+    slots = [c.slot for c in extract_text(LLAMA_CLI + "\n" + OLLAMA, CTX)]
+    assert slots == ["log0:generation", "log1:prompt", "log2:generation", "ollama3:prompt", "ollama4:generation"]
+
+
+# A tool added in one module: text-generation-webui's line, as the review of 2026-12-01 tried it (§ walk a).
+TEXTGEN = """On an RTX 4090:
+```
+python server.py --model Qwen3-8B-Q4_K_M.gguf --loader llama.cpp
+Output generated in 2.53 seconds (50.57 tokens/s, 128 tokens, context 35, seed 1234)
+```
+"""
+
+
+def _textgen_module() -> ModuleType:
+    module = ModuleType("textgen")
+    line = re.compile(r"Output generated in [\d.]++ seconds \((?P<tps>[\d.]++) tokens/s, (?P<n>\d++) tokens, "
+                      r"context (?P<depth>\d++)")
+
+    def read(post: Post) -> None:
+        for pos, text in text_lines(post.reading):
+            if (match := line.search(text)):
+                tool, command = post.run_command("textgen", (-1, -1), pos)
+                post.add(text.strip(), pos, f"textgen{len(post.out)}", software="text-generation-webui",
+                         version=None, model={"name": None, "params_b": None, "file_size_gb": None},
+                         quantization=None, lengths=(0, int(match["n"]), int(match["depth"])), users=1,
+                         figure="per_user", command=command, tool="server.py", phase="generation",
+                         value=float(match["tps"]))
+
+    module.__dict__.update(NAME="textgen", SOFTWARE=("text-generation-webui",), COMMANDS=(r"server\.py",),
+                           COMMAND_WORDS=("server.py",), OTHER_COMMANDS=(), STATED_VERSIONS={},
+                           wants=lambda text, reading: "Output generated in" in text, read=read)
+    return module
+
+
+def test_a_new_tool_is_one_module_appended_to_the_order():
+    reading = Reading(join_split_tables(pieces_from_text(TEXTGEN, markdown=True)), CTX)
+    assert tools.tool_figures(reading) == []  # not a shape of the shipped readers
+    (figure,) = tools.tool_figures(reading, (*tools.TOOLS, _textgen_module()))
+    record = figure.record
+    assert (record["tokens_per_second"], record["software"]["name"]) == (50.57, "text-generation-webui")
+    assert record["lengths"] == {"prompt_tokens": 0, "generated_tokens": 128, "context_depth": 35}
+    assert record["nature"]["procedure"] == "server.py --model Qwen3-8B-Q4_K_M.gguf --loader llama.cpp"
+    assert record["hardware"]["name"] == "NVIDIA GeForce RTX 4090" and figure.slot == "textgen0"

@@ -37,7 +37,7 @@ from tpsdb.collect.reading import (  # re-exported: the names callers of extract
     _lengths, _record, _wanted_kind, body_html_of, command_run_options, drop_element, join_split_tables, model_files,
     model_name, new_record, parse_body, parse_page, pieces_from_html, pieces_from_text, refuse_unstorable_numbers,
 )
-from tpsdb.collect.timings import tool_figures
+from tpsdb.collect.tools import tool_figures
 
 __all__ = ["COMPARE_TABLE", "SAMPLING_SPEED", "SUMMARY_TABLE", "Candidate", "PostContext", "Reading", "body_html_of",
            "drop_element", "extract_post", "extract_text", "model_name", "new_record", "parse_body", "parse_page",
