@@ -34,4 +34,5 @@ def short_text_memo(reading: Callable[[Any], T]) -> Callable[[Any], T]:
         return reading(text)
 
     read.cache_clear = memo.cache_clear  # type: ignore[attr-defined]
+    read.cache_info = memo.cache_info  # type: ignore[attr-defined]
     return read
