@@ -25,12 +25,17 @@ def short_text_memo(reading: Callable[[Any], T]) -> Callable[[Any], T]:
 
     @wraps(reading)
     def read(text: Any) -> T:
-        if type(text) is str:
+        kind = type(text)
+        if kind is str:
             if len(text) <= SHORT:
                 return memo(text)
-        elif type(text) is tuple and len(text) <= SHORT and all(type(t) is str for t in text) \
-                and sum(map(len, text)) <= SHORT:
-            return memo(text)
+        elif kind is tuple and len(text) <= SHORT:
+            try:
+                size = len("".join(text))  # the texts' length in all; a tuple holding anything else is refused
+            except TypeError:
+                return reading(text)
+            if size <= SHORT:
+                return memo(text)
         return reading(text)
 
     read.cache_clear = memo.cache_clear  # type: ignore[attr-defined]
