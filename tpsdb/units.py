@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import re
 
+from tpsdb.memo import short_text_memo
+
 GIB_IN_GB = 1.073741824  # 2**30 / 10**9
 MIB_IN_GB = 0.001048576  # 2**20 / 10**9
 
@@ -36,12 +38,14 @@ def _quantity(text: str, units: dict[str, float], decimals: int) -> float | None
     return round(float(match.group(1).replace(",", "")) * factor, decimals)
 
 
+@short_text_memo
 def size_gb(text: str) -> float | None:
     """Decimal GB from a size with its unit ("3.56 GiB" -> 3.82, "636.18 MiB" -> 0.67, "63.37 GB"); None when the
     text is not a number with a size unit."""
     return _quantity(text, SIZE_UNITS, SIZE_DECIMALS)
 
 
+@short_text_memo
 def params_b(text: str) -> float | None:
     """Billions of parameters from a count with its unit ("6.74 B", "68.03 M", "116,830 M"); None otherwise."""
     return _quantity(text, PARAM_UNITS, PARAM_DECIMALS)

@@ -189,24 +189,26 @@ def _html_page(page: bytes, owner: str, repo: str, number: int,
     if root is not None:
         for template in _TEMPLATES(root):  # client-side templates: {{placeholders}}, not data
             drop_element(template)
-        found = _read_posts(root, owner, repo, number)
+        ids = _POST_IDS(root)  # one pass over the page's ids serves both the posts and the count header
+        found = _read_posts(ids, owner, repo, number)
         if first:
-            counts = _stated_counts(root)
+            counts = _stated_counts(ids)
     if first and not any(post.kind == "opening" for post in found):
         raise PageFormatError(f"{owner}/{repo}#{number}: page 1 has no opening post")
     return found, counts
 
 
-_COUNT_HEADER = etree.XPath("//*[@id='discussion-comment-count']")
+_COUNT_HEADER = "discussion-comment-count"  # the header's id (one of _POST_IDS' answers: it starts with "discussion")
 # "1 comment", "1,234 comments", "2 replies"; an abbreviated "1.2k" is no exact count, so it states nothing.
 _STATED = {what: re.compile(rf"(?<![\w.,])(\d{{1,3}}(?:[,\u202f\u00a0 ]\d{{3}})*|\d+)\s+{what}\b", re.I)
            for what in ("comments?", "repl(?:y|ies)")}
 
 
-def _stated_counts(root) -> tuple[int | None, int | None]:
+def _stated_counts(ids: list) -> tuple[int | None, int | None]:
     """(comments, replies) as the page's count header states them (h2#discussion-comment-count:
-    "21 comments · 2 replies"); None for a count it does not state."""
-    header = next(iter(_COUNT_HEADER(root)), None)
+    "21 comments · 2 replies"); None for a count it does not state. `ids`: the page's _POST_IDS, in document order
+    (the first element with the header's id is the header)."""
+    header = next((value.getparent() for value in ids if value == _COUNT_HEADER), None)
     if header is None:
         return None, None
     text = " ".join(header.itertext())
@@ -247,10 +249,11 @@ def _replies_block(el) -> str | None:
     return block.group(1) if block else None
 
 
-def _read_posts(root, owner: str, repo: str, number: int) -> list[Post]:
+def _read_posts(ids: list, owner: str, repo: str, number: int) -> list[Post]:
+    """The posts of a page from its _POST_IDS (the id attributes starting with "discussion", in document order)."""
     posts: dict = {}  # post element -> its own hooks ({"body": td, ...}: the first of each), in document order
     anchors: dict = {}  # "<post element id>-permalink" -> the elements with that id, in document order
-    for value in _POST_IDS(root):
+    for value in ids:
         if _POST_ID.match(value):
             posts[value.getparent()] = {}
         elif value.endswith("-permalink"):

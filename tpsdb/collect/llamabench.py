@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass
 
 from tpsdb import units
+from tpsdb.memo import short_text_memo
 from tpsdb.units import GIB_IN_GB, MIB_IN_GB  # noqa: F401  re-exported: the units llama-bench prints
 
 # ------------------------------------------------------------------------------------------- table shapes
@@ -25,6 +26,11 @@ _SCOREBOARD_COLUMN = re.compile(r"^(?P<quant>\S+)\s+(?P<phase>PP|TG)\s*\[t/s\]$"
 
 def table_kind(header: list[str]) -> str | None:
     """Which printer (or which hand) made a table with this header; None for tables that hold no speed figure."""
+    return _table_kind(tuple(header))
+
+
+@short_text_memo  # a thread repeats a few header shapes in post after post
+def _table_kind(header: tuple[str, ...]) -> str | None:
     names = [h.strip().lower() for h in header]
     ts_columns = [n for n in names if "t/s" in n]
     if {"pp", "tg", "b"} <= set(names) and any("s_tg" in n for n in names):
@@ -80,6 +86,7 @@ _TEST = re.compile(r"^(?P<kind>pp|tg)\s*(?P<n>\d{1,18})(?:\s*\+\s*tg\s*(?P<tg>\d
                    r"(?:\s*@\s*d\s*(?P<depth>\d{1,18}))?$", re.I)
 
 
+@short_text_memo
 def parse_test(label: str) -> TestShape | None:
     match = _TEST.match(label.strip())
     if not match:
@@ -137,6 +144,7 @@ def normalize_quant(ftype: str) -> str | None:
 _SIZE_TOKEN = re.compile(r"^(?:\?|\d+(?:\.\d+)?(?:x\d+(?:\.\d+)?)?)[BMK](?:\.A\d+(?:\.\d+)?[BM])?$")
 
 
+@short_text_memo
 def split_model_label(label: str) -> tuple[str | None, str | None]:
     """("gpt-oss 120B", "MXFP4") from llama-bench's model column "gpt-oss 120B MXFP4 MoE".
 

@@ -23,6 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from tpsdb.config import REFERENCE_DIR
+from tpsdb.memo import short_text_memo
 
 CATALOGUE_PATH = REFERENCE_DIR / "names" / "machines.toml"
 _CATALOGUE = tomllib.loads(CATALOGUE_PATH.read_text(encoding="utf-8"))
@@ -222,6 +223,7 @@ def hardware_mentions(text: str, patterns: list | None = None) -> list[Mention]:
     return kept
 
 
+@short_text_memo  # a scoreboard or a compare table names the same chips row after row, post after post
 def canonical_hardware(text: str) -> str | None:
     """The canonical name of the first machine the text names, or None when it names none."""
     if not text or not text.strip():
