@@ -751,15 +751,21 @@ def test_data_page_rows_are_coded_by_column_and_decode_to_the_figures(tmp_path):
     assert data["values"][-1][0] == 0 and data["strings"][-1][0] == URL_4167.format(1)  # the permalinks, last
 
 
-def test_a_quoted_table_row_shows_its_tables_header_line_from_the_snapshot(tmp_path, empty_db):
+def test_a_quoted_table_row_shows_its_tables_header_line_kept_with_the_figure(tmp_path, empty_db):
     """The DGX Spark file ingested: each footnote quoting a llama-batched-bench or llama-bench row shows the header
-    line of that row's table, read from the archived file; a quoted row with no snapshot (or none holding it) says
-    it is a row of the source's table, never a guessed header."""
+    line of that row's table, which the reader kept with the figure (measurement.quote_header): publishing reads no
+    archived page for it. A quoted row with no header kept and no snapshot holding it says it is a row of the
+    source's table, never a guessed header."""
     dgx = ("https://github.com/ggml-org/llama.cpp/blob/4c7e9893c4ca8eec35d032726d14b74fae76cff8/benches/"
            "dgx-spark.md")
     run_cli("ingest", str(need(DGX_SPARK_MD)), "--source-url", dgx,
             "--hardware", SPARK, "--retrieved-at", "2026-11-30", db=empty_db)
-    with db.make_engine(str(empty_db)).connect() as conn:
+    engine = db.make_engine(str(empty_db))
+    with engine.begin() as conn:
+        stored = conn.execute(text("SELECT COUNT(*), COUNT(quote_header) FROM measurement_full")).one()
+        assert stored[0] and stored[1] == stored[0]  # every figure of the file is a table row, each kept its header
+        conn.execute(text("UPDATE snapshot SET body = :empty"), {"empty": b""})  # nothing left to re-read
+    with engine.connect() as conn:
         tables = {d.name: build_table(conn, d) for d in load_definitions()}
     batched = "| PP | TG | B | N_KV | T_PP s | S_PP t/s | T_TG s | S_TG t/s | T s | S t/s |"
     bench = "| model | size | params | backend | ngl | n_ubatch | fa | mmap | test | t/s |"
@@ -781,6 +787,48 @@ def test_a_quoted_table_row_shows_its_tables_header_line_from_the_snapshot(tmp_p
     assert table.footnotes[0].quote_header is None
     assert f"quote: `| {SPARK} | Q4_0 | tg128 | 57.12 |` (a row of the source's table)" in render_markdown(table)
     assert "(a row of the source&#39;s table)" in render_html(table)
+
+
+def test_a_figure_stored_before_headers_were_kept_reads_its_header_from_the_snapshot(empty_db):
+    """An older database's figures have no header kept (re-reading finds them unchanged): for those alone the
+    footnote's header is read from the archived snapshot, as before."""
+    run_cli("ingest", str(need(DGX_SPARK_MD)), "--source-url", "https://example.org/benches/dgx-spark.md",
+            "--hardware", SPARK, "--retrieved-at", "2026-11-30", db=empty_db)
+    engine = db.make_engine(str(empty_db))
+    with engine.begin() as conn:
+        conn.execute(text("UPDATE measurement SET quote_header = NULL"))
+    with engine.connect() as conn:
+        table = build_table(conn, next(d for d in load_definitions() if d.name == "concurrency"))
+    assert table.footnotes and all(f.quote_header and f.quote_header.startswith("|") for f in table.footnotes)
+
+
+def test_a_record_carries_its_quote_header_through_add_and_export(tmp_path):
+    """source.quote_header is part of the record format: stored by add, written by export, refused with its field
+    named when it is not one line of text; it is no part of the figure's identity (adding the figure again
+    without it changes nothing)."""
+    header = "| machine | quant | test | t/s |"
+    with_header = rec(SPARK, 57.12)
+    with_header["source"]["quote_header"] = header
+    multi_line = rec(ULTRA, 80.5)
+    multi_line["source"]["quote_header"] = header + "\n| --- |"
+    not_text = rec(ULTRA, 81.5)
+    not_text["source"]["quote_header"] = 12
+    too_long = rec(ULTRA, 82.5)
+    too_long["source"]["quote_header"] = "|" + "x" * 3000 + "|"
+    again = rec(SPARK, 57.12)  # the same figure, no header
+    engine, path, outcomes = build_db(tmp_path, [with_header, multi_line, not_text, too_long, again])
+    assert [o.outcome for o in outcomes][0] == "accepted" and outcomes[4].outcome == "accepted_unchanged"
+    assert "source.quote_header: more than one line" in outcomes[1].reasons
+    assert any(r.startswith("source.quote_header:") for r in outcomes[2].reasons)
+    assert "source.quote_header: longer than 2000 characters" in outcomes[3].reasons
+    with engine.connect() as conn:
+        assert conn.execute(text("SELECT quote_header FROM measurement_full")).scalars().all() == [header]
+        assert conn.execute(text("SELECT COUNT(quote_header) FROM rejection_full")).scalar_one() == 0
+    exported = [json.loads(line) for line in run_cli("export", db=path).stdout.splitlines()]
+    assert [r["source"].get("quote_header") for r in exported] == [header]
+    plain = rec(ULTRA, 83.5)
+    _, plain_path, _ = build_db(tmp_path, [plain], name="plain.sqlite")
+    assert "quote_header" not in json.loads(run_cli("export", db=plain_path).stdout)["source"]
 
 
 def test_quote_headers_survive_hostile_snapshots():

@@ -32,7 +32,7 @@ _VIEW_COLUMNS = (
     "software_version", "build_number", "build_commit", "software_options", "phase", "prompt_tokens",
     "generated_tokens",
     "context_depth", "users", "figure", "procedure", "tokens_per_second", "stddev", "source_url", "source_home_url",
-    "source_title", "retrieved_at", "published_at", "author", "quote", "via_title", "via_publisher", "via_url",
+    "source_title", "retrieved_at", "published_at", "author", "quote", "quote_header", "via_title", "via_publisher", "via_url",
     "calc_ceiling_tps", "read_share",
 )
 
@@ -79,7 +79,7 @@ class Footnote:
     author: str | None = None
     via: str | None = None
     measurement_id: int | None = None
-    quote_header: str | None = None  # the header line of the table the quoted row is from (see quotes.py)
+    quote_header: str | None = None  # the header line of the table the quoted row is from, kept when it was read
 
 
 @dataclass
@@ -122,6 +122,7 @@ class _Footnotes:
             label=r["source_title"] or r["source_url"],
             retrieved_at=_date(r["retrieved_at"]), published_at=_date(r["published_at"]), quote=r["quote"],
             procedure=r["procedure"], author=r["author"], via=via, measurement_id=r["measurement_id"],
+            quote_header=r["quote_header"],
         )
 
     def reference(self, url: str | None, label: str) -> int | None:
@@ -1060,10 +1061,14 @@ def build_table(conn: Connection, d: Definition, any_non_finite: bool = True) ->
     table = BUILDERS[d.kind](conn, d)
     if any_non_finite and (note := _non_finite_note(conn, d)):
         table.notes.append(note)
-    rows = {f.measurement_id: f.quote for f in table.footnotes if f.measurement_id and is_table_row(f.quote)}
+    # The header comes with the figure (source.quote_header, read by the table reader). A figure stored before it was
+    # kept (an older database or seed: re-reading it finds the same figure, unchanged) has none, and only for those
+    # is the archived snapshot read (quotes.py); a seed rebuilt by data/build-seed.sh stores every header.
+    rows = {f.measurement_id: f.quote for f in table.footnotes
+            if f.measurement_id and f.quote_header is None and is_table_row(f.quote)}
     headers = quote_headers(conn, rows)
     for f in table.footnotes:
-        f.quote_header = headers.get(f.measurement_id)
+        f.quote_header = f.quote_header or headers.get(f.measurement_id)
     return table
 
 
