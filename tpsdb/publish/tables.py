@@ -1067,8 +1067,8 @@ def build_table(conn: Connection, d: Definition, any_non_finite: bool = True) ->
     rows = {f.measurement_id: f.quote for f in table.footnotes
             if f.measurement_id and f.quote_header is None and is_table_row(f.quote)}
     headers = quote_headers(conn, rows)
-    for f in table.footnotes:
-        f.quote_header = f.quote_header or headers.get(f.measurement_id)
+    for f in table.footnotes:  # a header is shown above one quoted row of its table, never above other text
+        f.quote_header = (f.quote_header or headers.get(f.measurement_id)) if is_table_row(f.quote) else None
     return table
 
 
