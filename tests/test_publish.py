@@ -20,7 +20,16 @@ from tpsdb import db
 from tpsdb.models import Hardware
 from tpsdb.publish.ceiling import CeilingError, compute, format_text
 from tpsdb.publish.charts import chart_svg
-from tpsdb.publish.definitions import DefinitionError, definition_from_dict, load_definitions
+from tpsdb.publish.definitions import (
+    DefinitionError,
+    Layout,
+    TableKind,
+    definition_from_dict,
+    kinds,
+    load_definition,
+    load_definitions,
+    register,
+)
 from tpsdb.publish.render import render_csv, render_html, render_json, render_many, render_markdown
 from tpsdb.publish.site import publish_site
 from tpsdb.publish.tables import NO_MEASUREMENT, build_table
@@ -335,14 +344,17 @@ def test_spread_ranks_every_figure_and_names_what_differs(tmp_path):
 
 
 # ----------------------------------------------------------------------------------------- empty tables
-def test_every_project_table_renders_on_an_empty_database(tmp_path):
+def test_every_shipped_table_renders_on_an_empty_database(tmp_path):
+    """Every tables/*.toml the project ships (whatever they are: the article's eight, the datasets' own, a new one)
+    loads, builds and renders in every format on a database holding no figure, and the site publishes them all."""
     engine, _, _ = build_db(tmp_path, [])
-    definitions = load_definitions()
-    assert [d.kind for d in definitions] == ["machines", "ceiling", "quantization", "versions", "software",
-                                             "concurrency", "sources", "spread", "conformance",
-                                             "versions", "machines"]  # 10, 11: the datasets' own (issue 18)
+    shipped = sorted((ROOT / "tables").glob("*.toml"))
+    assert len(shipped) >= 8
+    definitions = load_definitions(ROOT / "tables")
+    assert sorted(d.path for d in definitions) == shipped  # each file is one definition, none left out
     with engine.connect() as conn:
-        tables = [build_table(conn, d) for d in definitions]
+        tables = [build_table(conn, load_definition(path)) for path in shipped]
+    assert {t.definition.kind for t in tables} <= {k.name for k in kinds()}
     for table in tables:
         assert table.empty and table.notes[0].startswith(NO_MEASUREMENT)
         for renderer in (render_markdown, render_html, render_csv, render_json):
@@ -353,10 +365,40 @@ def test_every_project_table_renders_on_an_empty_database(tmp_path):
         header = next(csv.reader(io.StringIO(render_csv(table))))
         assert header[0] == table.columns[0].label
         assert "Held fixed: Model" in header or table.definition.kind == "conformance"  # counts, not figures
-    assert chart_svg(tables[0].chart) == (None, "No chart: no measured figure to draw yet.")
+    machines = next(t for t in tables if t.definition.kind == "machines")
+    assert chart_svg(machines.chart) == (None, "No chart: no measured figure to draw yet.")
     site = publish_site(engine, definitions, tmp_path / "site")
     # and figures.html, rejections.html, the machines-and-models page and the three downloads (no machine or model)
     assert len(site) == 1 + 4 * len(definitions) + 2 + 1 + 3
+
+
+def test_a_registered_kind_is_a_table_kind_with_its_own_layout(tmp_path):
+    """A kind is its module's TableKind: once registered, definitions of it load (its Layout checked: the [fixed]
+    keys it needs and varies, its layout keys) and build through build_table, with no list elsewhere to edit."""
+    from tpsdb.publish import definitions as registry
+    from tpsdb.publish.tables import Column, Footnotes, finish, held_fixed, pick_figures, text_cell
+
+    def build_models(conn, d):
+        rows = [{"hardware": text_cell(r["hardware"])} for r in pick_figures(conn, d, ["hardware"])]
+        return finish(conn, d, [Column("hardware", "Hardware")], rows, held_fixed(conn, d, {}), [], Footnotes())
+
+    probe = TableKind("probe-kind", 99, build_models, Layout(required=("model",), forbidden=("hardware",),
+                                                             keys=frozenset({"limit"})))
+    register(probe)
+    try:
+        assert kinds()[-1] is probe
+        d = definition_from_dict({"kind": "probe-kind", "title": "Probe", "fixed": {"model": "Llama 2 7B"},
+                                  "limit": 3}, "probe")
+        with pytest.raises(DefinitionError, match="a probe-kind table needs fixed.model"):
+            definition_from_dict({"kind": "probe-kind", "title": "Probe"}, "probe")
+        with pytest.raises(DefinitionError, match="key 'rows' does not apply to a probe-kind table"):
+            definition_from_dict({"kind": "probe-kind", "title": "P", "fixed": {"model": "x"}, "rows": []}, "probe")
+        engine, _, _ = build_db(tmp_path, [rec(SPARK, 57.12), rec(ULTRA, 90.5)])
+        assert sorted(r["hardware"].text for r in build(engine, d).rows) == [ULTRA, SPARK]
+    finally:
+        registry._KINDS.pop("probe-kind")
+    with pytest.raises(DefinitionError, match="kind = 'probe-kind' is not one of machines, ceiling"):
+        definition_from_dict({"kind": "probe-kind", "title": "Probe", "fixed": {"model": "x"}}, "probe")
 
 
 # ----------------------------------------------------------------------------------------- rendering
