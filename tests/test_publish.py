@@ -831,6 +831,27 @@ def test_a_quoted_table_row_shows_its_tables_header_line_kept_with_the_figure(tm
     assert "(a row of the source&#39;s table)" in render_html(table)
 
 
+def test_the_reader_gives_a_quoted_row_its_tables_header_in_html_and_markdown():
+    """A candidate read from a table row carries the header line of that table, from an HTML page (whose rows are
+    rebuilt as "| a | b |" lines, which no snapshot re-read could find) as from Markdown; a row found under two
+    different headers gets none."""
+    from tpsdb.collect.extract import PostContext, extract_post, extract_text
+    ctx = PostContext(URL_4167.format(1), "2026-11-30", "2025-01-01", "someone", {})
+    cells = ["llama 7B Q4_0", "3.56 GiB", "6.74 B", "Metal", "99", "tg128", "94.27 ± 0.11"]
+    names = ["model", "size", "params", "backend", "ngl", "test", "t/s"]
+    header, row = "| " + " | ".join(names) + " |", "| " + " | ".join(cells) + " |"
+    html = ("<table><thead><tr>" + "".join(f"<th>{n}</th>" for n in names) + "</tr></thead><tbody><tr>"
+            + "".join(f"<td>{c}</td>" for c in cells) + "</tr></tbody></table>")
+    markdown = f"{header}\n|{' --- |' * len(names)}\n{row}\n"
+    for candidates in (extract_post(html, ctx), extract_text(markdown, ctx)):
+        assert [c.record["source"]["quote"] for c in candidates] == [row]
+        assert [c.record["source"]["quote_header"] for c in candidates] == [header]
+    other = header.replace("t/s", "tokens/s")
+    twice = f"{markdown}\ntext\n\n{other}\n|{' --- |' * len(names)}\n{row}\n"
+    read = extract_text(twice, ctx)
+    assert read and all(c.record["source"]["quote"] == row and "quote_header" not in c.record["source"] for c in read)
+
+
 def test_a_figure_stored_before_headers_were_kept_reads_its_header_from_the_snapshot(empty_db):
     """An older database's figures have no header kept (re-reading finds them unchanged): for those alone the
     footnote's header is read from the archived snapshot, as before."""
