@@ -25,10 +25,10 @@ from tpsdb.publish.definitions import (
     Layout,
     TableKind,
     definition_from_dict,
-    kinds,
     load_definition,
     load_definitions,
     register,
+    registered_kinds,
 )
 from tpsdb.publish.render import render_csv, render_html, render_json, render_many, render_markdown
 from tpsdb.publish.site import publish_site
@@ -354,7 +354,7 @@ def test_every_shipped_table_renders_on_an_empty_database(tmp_path):
     assert sorted(d.path for d in definitions) == shipped  # each file is one definition, none left out
     with engine.connect() as conn:
         tables = [build_table(conn, load_definition(path)) for path in shipped]
-    assert {t.definition.kind for t in tables} <= {k.name for k in kinds()}
+    assert {t.definition.kind for t in tables} <= {k.name for k in registered_kinds()}
     for table in tables:
         assert table.empty and table.notes[0].startswith(NO_MEASUREMENT)
         for renderer in (render_markdown, render_html, render_csv, render_json):
@@ -386,7 +386,7 @@ def test_a_registered_kind_is_a_table_kind_with_its_own_layout(tmp_path):
                                                              keys=frozenset({"limit"})))
     register(probe)
     try:
-        assert kinds()[-1] is probe
+        assert registered_kinds()[-1] is probe
         d = definition_from_dict({"kind": "probe-kind", "title": "Probe", "fixed": {"model": "Llama 2 7B"},
                                   "limit": 3}, "probe")
         with pytest.raises(DefinitionError, match="a probe-kind table needs fixed.model"):

@@ -24,7 +24,7 @@ A value in `[fixed]` may also be a list (any of these values). Keys the loader d
 never silently widens a table.
 
 The common keys are checked here; what a kind adds (the [fixed] keys it needs or varies, its layout keys) is its
-`Layout`, declared in its own module under tpsdb/publish/kinds/ and registered here (`register`, `kinds`, `kind_of`).
+`Layout`, declared in its own module under tpsdb/publish/kinds/ and registered here (`register`, `registered_kinds`, `kind_of`).
 """
 
 from __future__ import annotations
@@ -96,7 +96,7 @@ def register(kind: TableKind) -> None:
     _KINDS[kind.name] = kind
 
 
-def kinds() -> list[TableKind]:
+def registered_kinds() -> list[TableKind]:
     """Every registered kind, in their order."""
     return sorted(_KINDS.values(), key=lambda k: (k.order, k.name))
 
@@ -140,7 +140,7 @@ def _check_scalar(key: str, value: Any, where: str) -> Any:
 
 def definition_from_dict(data: dict, name: str, where: str = "<definition>", path: Path | None = None) -> Definition:
     """Check one definition (as read from TOML) and return it; every problem names the key at fault."""
-    registered = kinds()
+    registered = registered_kinds()
     unknown = sorted(set(data) - _COMMON - set().union(*(k.layout.keys for k in registered)))
     if unknown:
         raise DefinitionError(f"{where}: unknown key {unknown[0]!r}")
