@@ -21,7 +21,7 @@ from tpsdb import ceiling, db
 from tpsdb.models import Hardware, Model, ModelFile
 from tpsdb.publish.ceiling import CeilingError, compute
 from tpsdb.publish.definitions import definition_from_dict
-from tpsdb.publish.tables import build_machines
+from tpsdb.publish.kinds.machines import build_machines
 from tpsdb.record import validate
 from tpsdb.store import Store
 

@@ -20,7 +20,16 @@ from tpsdb import db
 from tpsdb.models import Hardware
 from tpsdb.publish.ceiling import CeilingError, compute, format_text
 from tpsdb.publish.charts import chart_svg
-from tpsdb.publish.definitions import DefinitionError, definition_from_dict, load_definitions
+from tpsdb.publish.definitions import (
+    DefinitionError,
+    Layout,
+    TableKind,
+    definition_from_dict,
+    load_definition,
+    load_definitions,
+    register,
+    registered_kinds,
+)
 from tpsdb.publish.render import render_csv, render_html, render_json, render_many, render_markdown
 from tpsdb.publish.site import publish_site
 from tpsdb.publish.tables import NO_MEASUREMENT, build_table
@@ -335,14 +344,17 @@ def test_spread_ranks_every_figure_and_names_what_differs(tmp_path):
 
 
 # ----------------------------------------------------------------------------------------- empty tables
-def test_every_project_table_renders_on_an_empty_database(tmp_path):
+def test_every_shipped_table_renders_on_an_empty_database(tmp_path):
+    """Every tables/*.toml the project ships (whatever they are: the article's eight, the datasets' own, a new one)
+    loads, builds and renders in every format on a database holding no figure, and the site publishes them all."""
     engine, _, _ = build_db(tmp_path, [])
-    definitions = load_definitions()
-    assert [d.kind for d in definitions] == ["machines", "ceiling", "quantization", "versions", "software",
-                                             "concurrency", "sources", "spread", "conformance",
-                                             "versions", "machines"]  # 10, 11: the datasets' own (issue 18)
+    shipped = sorted((ROOT / "tables").glob("*.toml"))
+    assert len(shipped) >= 8
+    definitions = load_definitions(ROOT / "tables")
+    assert sorted(d.path for d in definitions) == shipped  # each file is one definition, none left out
     with engine.connect() as conn:
-        tables = [build_table(conn, d) for d in definitions]
+        tables = [build_table(conn, load_definition(path)) for path in shipped]
+    assert {t.definition.kind for t in tables} <= {k.name for k in registered_kinds()}
     for table in tables:
         assert table.empty and table.notes[0].startswith(NO_MEASUREMENT)
         for renderer in (render_markdown, render_html, render_csv, render_json):
@@ -353,10 +365,40 @@ def test_every_project_table_renders_on_an_empty_database(tmp_path):
         header = next(csv.reader(io.StringIO(render_csv(table))))
         assert header[0] == table.columns[0].label
         assert "Held fixed: Model" in header or table.definition.kind == "conformance"  # counts, not figures
-    assert chart_svg(tables[0].chart) == (None, "No chart: no measured figure to draw yet.")
+    machines = next(t for t in tables if t.definition.kind == "machines")
+    assert chart_svg(machines.chart) == (None, "No chart: no measured figure to draw yet.")
     site = publish_site(engine, definitions, tmp_path / "site")
     # and figures.html, rejections.html, the machines-and-models page and the three downloads (no machine or model)
     assert len(site) == 1 + 4 * len(definitions) + 2 + 1 + 3
+
+
+def test_a_registered_kind_is_a_table_kind_with_its_own_layout(tmp_path):
+    """A kind is its module's TableKind: once registered, definitions of it load (its Layout checked: the [fixed]
+    keys it needs and varies, its layout keys) and build through build_table, with no list elsewhere to edit."""
+    from tpsdb.publish import definitions as registry
+    from tpsdb.publish.tables import Column, Footnotes, finish, held_fixed, pick_figures, text_cell
+
+    def build_models(conn, d):
+        rows = [{"hardware": text_cell(r["hardware"])} for r in pick_figures(conn, d, ["hardware"])]
+        return finish(conn, d, [Column("hardware", "Hardware")], rows, held_fixed(conn, d, {}), [], Footnotes())
+
+    probe = TableKind("probe-kind", 99, build_models, Layout(required=("model",), forbidden=("hardware",),
+                                                             keys=frozenset({"limit"})))
+    register(probe)
+    try:
+        assert registered_kinds()[-1] is probe
+        d = definition_from_dict({"kind": "probe-kind", "title": "Probe", "fixed": {"model": "Llama 2 7B"},
+                                  "limit": 3}, "probe")
+        with pytest.raises(DefinitionError, match="a probe-kind table needs fixed.model"):
+            definition_from_dict({"kind": "probe-kind", "title": "Probe"}, "probe")
+        with pytest.raises(DefinitionError, match="key 'rows' does not apply to a probe-kind table"):
+            definition_from_dict({"kind": "probe-kind", "title": "P", "fixed": {"model": "x"}, "rows": []}, "probe")
+        engine, _, _ = build_db(tmp_path, [rec(SPARK, 57.12), rec(ULTRA, 90.5)])
+        assert sorted(r["hardware"].text for r in build(engine, d).rows) == [ULTRA, SPARK]
+    finally:
+        registry._KINDS.pop("probe-kind")
+    with pytest.raises(DefinitionError, match="kind = 'probe-kind' is not one of machines, ceiling"):
+        definition_from_dict({"kind": "probe-kind", "title": "Probe", "fixed": {"model": "x"}}, "probe")
 
 
 # ----------------------------------------------------------------------------------------- rendering
@@ -751,15 +793,21 @@ def test_data_page_rows_are_coded_by_column_and_decode_to_the_figures(tmp_path):
     assert data["values"][-1][0] == 0 and data["strings"][-1][0] == URL_4167.format(1)  # the permalinks, last
 
 
-def test_a_quoted_table_row_shows_its_tables_header_line_from_the_snapshot(tmp_path, empty_db):
+def test_a_quoted_table_row_shows_its_tables_header_line_kept_with_the_figure(tmp_path, empty_db):
     """The DGX Spark file ingested: each footnote quoting a llama-batched-bench or llama-bench row shows the header
-    line of that row's table, read from the archived file; a quoted row with no snapshot (or none holding it) says
-    it is a row of the source's table, never a guessed header."""
+    line of that row's table, which the reader kept with the figure (measurement.quote_header): publishing reads no
+    archived page for it. A quoted row with no header kept and no snapshot holding it says it is a row of the
+    source's table, never a guessed header."""
     dgx = ("https://github.com/ggml-org/llama.cpp/blob/4c7e9893c4ca8eec35d032726d14b74fae76cff8/benches/"
            "dgx-spark.md")
     run_cli("ingest", str(need(DGX_SPARK_MD)), "--source-url", dgx,
             "--hardware", SPARK, "--retrieved-at", "2026-11-30", db=empty_db)
-    with db.make_engine(str(empty_db)).connect() as conn:
+    engine = db.make_engine(str(empty_db))
+    with engine.begin() as conn:
+        stored = conn.execute(text("SELECT COUNT(*), COUNT(quote_header) FROM measurement_full")).one()
+        assert stored[0] and stored[1] == stored[0]  # every figure of the file is a table row, each kept its header
+        conn.execute(text("UPDATE snapshot SET body = :empty"), {"empty": b""})  # nothing left to re-read
+    with engine.connect() as conn:
         tables = {d.name: build_table(conn, d) for d in load_definitions()}
     batched = "| PP | TG | B | N_KV | T_PP s | S_PP t/s | T_TG s | S_TG t/s | T s | S t/s |"
     bench = "| model | size | params | backend | ngl | n_ubatch | fa | mmap | test | t/s |"
@@ -781,6 +829,69 @@ def test_a_quoted_table_row_shows_its_tables_header_line_from_the_snapshot(tmp_p
     assert table.footnotes[0].quote_header is None
     assert f"quote: `| {SPARK} | Q4_0 | tg128 | 57.12 |` (a row of the source's table)" in render_markdown(table)
     assert "(a row of the source&#39;s table)" in render_html(table)
+
+
+def test_the_reader_gives_a_quoted_row_its_tables_header_in_html_and_markdown():
+    """A candidate read from a table row carries the header line of that table, from an HTML page (whose rows are
+    rebuilt as "| a | b |" lines, which no snapshot re-read could find) as from Markdown; a row found under two
+    different headers gets none."""
+    from tpsdb.collect.extract import PostContext, extract_post, extract_text
+    ctx = PostContext(URL_4167.format(1), "2026-11-30", "2025-01-01", "someone", {})
+    cells = ["llama 7B Q4_0", "3.56 GiB", "6.74 B", "Metal", "99", "tg128", "94.27 ± 0.11"]
+    names = ["model", "size", "params", "backend", "ngl", "test", "t/s"]
+    header, row = "| " + " | ".join(names) + " |", "| " + " | ".join(cells) + " |"
+    html = ("<table><thead><tr>" + "".join(f"<th>{n}</th>" for n in names) + "</tr></thead><tbody><tr>"
+            + "".join(f"<td>{c}</td>" for c in cells) + "</tr></tbody></table>")
+    markdown = f"{header}\n|{' --- |' * len(names)}\n{row}\n"
+    for candidates in (extract_post(html, ctx), extract_text(markdown, ctx)):
+        assert [c.record["source"]["quote"] for c in candidates] == [row]
+        assert [c.record["source"]["quote_header"] for c in candidates] == [header]
+    other = header.replace("t/s", "tokens/s")
+    twice = f"{markdown}\ntext\n\n{other}\n|{' --- |' * len(names)}\n{row}\n"
+    read = extract_text(twice, ctx)
+    assert read and all(c.record["source"]["quote"] == row and "quote_header" not in c.record["source"] for c in read)
+
+
+def test_a_figure_stored_before_headers_were_kept_reads_its_header_from_the_snapshot(empty_db):
+    """An older database's figures have no header kept (re-reading finds them unchanged): for those alone the
+    footnote's header is read from the archived snapshot, as before."""
+    run_cli("ingest", str(need(DGX_SPARK_MD)), "--source-url", "https://example.org/benches/dgx-spark.md",
+            "--hardware", SPARK, "--retrieved-at", "2026-11-30", db=empty_db)
+    engine = db.make_engine(str(empty_db))
+    with engine.begin() as conn:
+        conn.execute(text("UPDATE measurement SET quote_header = NULL"))
+    with engine.connect() as conn:
+        table = build_table(conn, next(d for d in load_definitions() if d.name == "concurrency"))
+    assert table.footnotes and all(f.quote_header and f.quote_header.startswith("|") for f in table.footnotes)
+
+
+def test_a_record_carries_its_quote_header_through_add_and_export(tmp_path):
+    """source.quote_header is part of the record format: stored by add, written by export, refused with its field
+    named when it is not one line of text; it is no part of the figure's identity (adding the figure again
+    without it changes nothing)."""
+    header = "| machine | quant | test | t/s |"
+    with_header = rec(SPARK, 57.12)
+    with_header["source"]["quote_header"] = header
+    multi_line = rec(ULTRA, 80.5)
+    multi_line["source"]["quote_header"] = header + "\n| --- |"
+    not_text = rec(ULTRA, 81.5)
+    not_text["source"]["quote_header"] = 12
+    too_long = rec(ULTRA, 82.5)
+    too_long["source"]["quote_header"] = "|" + "x" * 3000 + "|"
+    again = rec(SPARK, 57.12)  # the same figure, no header
+    engine, path, outcomes = build_db(tmp_path, [with_header, multi_line, not_text, too_long, again])
+    assert [o.outcome for o in outcomes][0] == "accepted" and outcomes[4].outcome == "accepted_unchanged"
+    assert "source.quote_header: more than one line" in outcomes[1].reasons
+    assert any(r.startswith("source.quote_header:") for r in outcomes[2].reasons)
+    assert "source.quote_header: longer than 2000 characters" in outcomes[3].reasons
+    with engine.connect() as conn:
+        assert conn.execute(text("SELECT quote_header FROM measurement_full")).scalars().all() == [header]
+        assert conn.execute(text("SELECT COUNT(quote_header) FROM rejection_full")).scalar_one() == 0
+    exported = [json.loads(line) for line in run_cli("export", db=path).stdout.splitlines()]
+    assert [r["source"].get("quote_header") for r in exported] == [header]
+    plain = rec(ULTRA, 83.5)
+    _, plain_path, _ = build_db(tmp_path, [plain], name="plain.sqlite")
+    assert "quote_header" not in json.loads(run_cli("export", db=plain_path).stdout)["source"]
 
 
 def test_quote_headers_survive_hostile_snapshots():

@@ -245,3 +245,21 @@ def test_d18_urls_that_are_fine(record, url):
 ])
 def test_d22_nul_characters_and_lone_surrogates_are_refused_with_the_field(record, change, code):
     assert reasons_after(record, change) == [code]
+
+
+@pytest.mark.parametrize(("header", "code"), [
+    ("| a |\n| b |", "source.quote_header: more than one line"),
+    ("   ", "source.quote_header: empty"),
+    ("| a \x1b[31m|", "source.quote_header: holds a control character"),
+    ("|" + "a" * 2000 + "|", "source.quote_header: longer than 2000 characters"),
+])
+def test_a_quote_header_is_one_line_of_bounded_text(record, header, code):
+    """source.quote_header (optional: the header line of the table the quoted row is from)."""
+    assert reasons_after(record, lambda r: r["source"].update(quote_header=header)) == [code]
+    assert reasons_after(record, lambda r: r["source"].update(quote_header=["| a |"]))[0].startswith(
+        "source.quote_header")
+    fine = copy.deepcopy(record)
+    fine["source"]["quote_header"] = "| model | size |\t t/s |"
+    outcome = validate(fine)
+    assert outcome.accepted and outcome.record.to_json_dict()["source"]["quote_header"] == "| model | size |\t t/s |"
+    assert outcome.record.identity() == validate(record).record.identity()  # not part of the figure's identity

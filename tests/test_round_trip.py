@@ -36,4 +36,5 @@ def test_a_refreshed_database_round_trips_byte_for_byte(tmp_path):
     first, added, second = round_trips(db, tmp_path)
     assert len(first.splitlines()) > before + 100  # the threads' comments were read
     assert "0 rejections added" in added, added[-500:]
+    assert '"quote_header":"|' in first.replace(" ", "")  # a table row's header travels with its figure
     assert second == first

@@ -217,6 +217,8 @@ class Measurement(SQLModel, table=True):
     read_share: float | None = Field(default=None, description="share of the file read per token (tpsdb.ceiling); "
                                      "null: a mixture of experts whose active parameters are unknown")
     read_share_origin: str | None = Field(default=None, description="record, reference, label, dense or unknown")
+    quote_header: str | None = Field(default=None, sa_column=Column(Text),
+                                     description="the header line of the table the quoted row is from")
 
 
 class Rejection(SQLModel, table=True):
@@ -236,6 +238,8 @@ class Rejection(SQLModel, table=True):
     post_id: int | None = Field(default=None, foreign_key="post.id")
     snapshot_id: int | None = Field(default=None, foreign_key="snapshot.id")
     status: str = Field(default=Status.active)
+    quote_header: str | None = Field(default=None, sa_column=Column(Text),
+                                     description="the header line of the table the quoted row is from")
 
 
 class Withdrawal(SQLModel, table=True):

@@ -189,6 +189,9 @@ class SourceRef(_Strict):
     published_at: Day = None
     author: str | None = None
     quote: str | None = None
+    # The header line of the table the quoted row is from ("| model | size | … | t/s |"): optional, set by the
+    # readers of tables so a footnote can say which column holds the figure. Not part of the figure's identity.
+    quote_header: str | None = None
     via: Via | None = None
 
 
@@ -244,7 +247,10 @@ class Record(_Strict):
     stddev: Number = None
 
     def to_json_dict(self) -> dict:
-        """The record as exported: every key present, in the documented order, dates as ISO strings."""
+        """The record as exported: every key present, in the documented order, dates as ISO strings;
+        `source.quote_header` only where the figure has one (records written before it existed read the same)."""
+        if self.source.quote_header is None:
+            return self.model_dump(mode="json", exclude=_NO_QUOTE_HEADER)
         return self.model_dump(mode="json")
 
     def identity(self) -> bytes:
@@ -256,7 +262,8 @@ class Record(_Strict):
 
 
 TOP_LEVEL_KEYS = frozenset(Record.model_fields)
-_NOT_IN_IDENTITY = {"source": {"retrieved_at"}}
+_NO_QUOTE_HEADER = {"source": {"quote_header"}}
+_NOT_IN_IDENTITY = {"source": {"retrieved_at", "quote_header"}}
 
 
 @dataclass
@@ -409,6 +416,20 @@ def _value_in_quote(value: float, quote: str) -> bool:
 # neither database (nor the terminal) takes it. Either, anywhere in a record, is refused with its field named.
 _UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
 _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")  # in a name: a terminal escape, a line break…
+MAX_QUOTE_HEADER = 2000  # characters of source.quote_header: a table's header line, never a page
+
+
+def quote_header_problem(header: str) -> str | None:
+    """Why a text cannot be a quoted row's table header (one line of text, bounded), or None when it can."""
+    if not header.strip():
+        return "empty"
+    if "\n" in header or "\r" in header:
+        return "more than one line"
+    if _CONTROL.search(header.replace("\t", " ")):
+        return "holds a control character"
+    if len(header) > MAX_QUOTE_HEADER:
+        return f"longer than {MAX_QUOTE_HEADER} characters"
+    return None
 
 
 def storable(text: str, max_bytes: int | None = None) -> bool:
@@ -615,6 +636,8 @@ def _check_source(r: Record, reasons: list[str], today: date) -> None:
     if s.via is not None:
         _check_url(s.via.url, "source.via.url", reasons)
         _check_date(s.via.published_at, "source.via.published_at", reasons, today)
+    if s.quote_header is not None and (problem := quote_header_problem(s.quote_header)):
+        reasons.append(Reason.bad("source.quote_header", problem))
     if not (s.quote and s.quote.strip()):
         reasons.append(Reason.missing("source.quote"))
     elif r.tokens_per_second is not None and not _value_in_quote(r.tokens_per_second, s.quote):

@@ -27,6 +27,7 @@ from .record import (
     Outcome,
     Record,
     is_http_url,
+    quote_header_problem,
     storable,
     validate,
     validate_well_formed_json,
@@ -44,12 +45,13 @@ def canonical_json(data: Any) -> str:
 
 
 def natural_key(data: Any) -> str:
-    """The identity of a figure or candidate: its content without the retrieval date.
+    """The identity of a figure or candidate: its content without the retrieval date and the quote's table header.
 
-    Re-reading an unchanged post on another day must find the same key, so `source.retrieved_at` is left out.
+    Re-reading an unchanged post on another day must find the same key, so `source.retrieved_at` is left out; the
+    header (how a footnote presents the quote) is left out too, so a figure read before it was kept is the same.
     """
     if isinstance(data, dict) and isinstance(data.get("source"), dict):
-        data = {**data, "source": {k: v for k, v in data["source"].items() if k != "retrieved_at"}}
+        data = {**data, "source": {k: v for k, v in data["source"].items() if k not in _NOT_IN_KEY}}
     return hashlib.sha256(canonical_json(data).encode("utf-8", "surrogatepass")).hexdigest()  # a lone surrogate too
 
 
@@ -58,6 +60,7 @@ def source_home(url: str) -> str:
     return url.split("#", 1)[0]
 
 
+_NOT_IN_KEY = ("retrieved_at", "quote_header")
 BATCH = 5000
 
 
@@ -156,11 +159,11 @@ MEASUREMENT_COLUMNS = (
     "source_url", "software_options", "phase", "prompt_tokens", "generated_tokens", "context_depth", "users",
     "figure", "nature_kind", "procedure", "formula", "formula_inputs", "tokens_per_second", "stddev",
     "retrieved_at", "published_at", "author", "quote", "via_title", "via_publisher", "via_url",
-    "via_published_at", "hardware_bandwidth_gbs",
+    "via_published_at", "hardware_bandwidth_gbs", "quote_header",
     # derived, not of the record: the active share read per token and where it comes from (tpsdb.ceiling)
     "read_share", "read_share_origin",
 )
-REJECTION_COLUMNS = ("source_url", "candidate_json", "reasons", "quote", "tokens_per_second")
+REJECTION_COLUMNS = ("source_url", "candidate_json", "reasons", "quote", "tokens_per_second", "quote_header")
 # Columns that the database side adds: identity, references and provenance.
 MEASUREMENT_LINKS = ("figure_key", "slot", "hardware_id", "model_file_id", "software_id", "source_id", "post_id",
                      "snapshot_id", "status", "supersedes_id")
@@ -211,6 +214,7 @@ def _measurement_columns(r: Record) -> tuple:
         via.url if via else None,
         _iso(via.published_at) if via else None,
         r.hardware.memory_bandwidth_gbs,
+        r.source.quote_header,
     )
 
 
@@ -218,6 +222,7 @@ def _rejection_columns(candidate: Any, reasons: list[str]) -> tuple:
     source_block = candidate.get("source") if isinstance(candidate, dict) else None
     url = source_block.get("url") if isinstance(source_block, dict) else None
     quote = source_block.get("quote") if isinstance(source_block, dict) else None
+    header = source_block.get("quote_header") if isinstance(source_block, dict) else None
     value = candidate.get("tokens_per_second") if isinstance(candidate, dict) else None
     candidate_json = canonical_json(candidate)
     if not storable(candidate_json):  # a lone surrogate: kept as the JSON escape it was given as
@@ -230,6 +235,7 @@ def _rejection_columns(candidate: Any, reasons: list[str]) -> tuple:
         json.dumps(reasons, ensure_ascii=False),
         quote if isinstance(quote, str) and storable(quote) else None,
         _finite(value),
+        header if isinstance(header, str) and not quote_header_problem(header) and storable(header) else None,
     )
 
 
@@ -568,7 +574,8 @@ def _record_of(prepared: Prepared) -> dict:
            "url": c["via_url"]}
     return Record.model_validate({
         "source": {"url": c["source_url"], "retrieved_at": c["retrieved_at"], "published_at": c["published_at"],
-                   "author": c["author"], "quote": c["quote"], "via": via if any(via.values()) else None},
+                   "author": c["author"], "quote": c["quote"], "quote_header": c["quote_header"],
+                   "via": via if any(via.values()) else None},
         "hardware": {"name": hardware, "memory_bandwidth_gbs": c["hardware_bandwidth_gbs"], "memory_gb": memory_gb,
                      "gpu_cores": gpu_cores},
         "model": {"name": model, "params_b": params_b, "active_params_b": active_params_b, "file_size_gb": size_gb},
@@ -625,7 +632,7 @@ def measurement_record(m: Measurement, h: Hardware, f: ModelFile, mo: Model, s: 
         via = {"title": m.via_title, "publisher": m.via_publisher, "published_at": m.via_published_at, "url": m.via_url}
     fields = {
         "source": {"url": m.source_url, "retrieved_at": m.retrieved_at, "published_at": m.published_at,
-                   "author": m.author, "quote": m.quote, "via": via},
+                   "author": m.author, "quote": m.quote, "quote_header": m.quote_header, "via": via},
         "hardware": {"name": h.name, "memory_bandwidth_gbs": m.hardware_bandwidth_gbs, "memory_gb": h.memory_gb,
                      "gpu_cores": h.gpu_cores},
         "model": {"name": mo.name, "params_b": mo.params_b, "active_params_b": mo.active_params_b,

@@ -359,6 +359,7 @@ def _scoreboard_candidates(record: dict, spec: SourceSpec, via: dict,
         r = candidate.record
         if r["quantization"] == quant and r["phase"] in wanted and r["tokens_per_second"] == wanted[r["phase"]]:
             r["source"]["quote"] = mark + record["quote"]
+            r["source"].pop("quote_header", None)  # the header of tpsdb's rebuilt table, not of tokatlas's quote
             r["source"]["via"] = dict(via)
             found.append(replace(candidate, reasons=candidate.reasons + reasons))
     expected = sum(v is not None for v in wanted.values())

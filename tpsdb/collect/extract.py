@@ -37,6 +37,7 @@ from tpsdb.collect.reading import (  # re-exported: the names callers of extract
     _lengths, _record, _wanted_kind, body_html_of, command_run_options, drop_element, join_split_tables, model_files,
     model_name, new_record, parse_body, parse_page, pieces_from_html, pieces_from_text, refuse_unstorable_numbers,
 )
+from tpsdb.collect.reading import carry_quote_headers
 from tpsdb.collect.tools import tool_figures
 
 __all__ = ["COMPARE_TABLE", "SAMPLING_SPEED", "SUMMARY_TABLE", "Candidate", "PostContext", "Reading", "body_html_of",
@@ -338,6 +339,7 @@ def _extract(pieces: list[Piece], ctx: PostContext) -> list[Candidate]:
             candidates += _READERS[kind](reading, t, i, piece.table)
         t += 1
     candidates += tool_figures(reading)  # run logs, sweep-bench, ollama, mlx-lm, vLLM/SGLang summaries
+    carry_quote_headers(candidates, pieces)  # a quoted table row keeps its table's header line
     if candidates and not _floats_finite(candidates):  # a cell of 400 digits reads as infinity
         for candidate in candidates:
             refuse_unstorable_numbers(candidate)

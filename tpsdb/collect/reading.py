@@ -22,9 +22,10 @@ from tpsdb.collect.machines import (
     default_devices, device_on_line, devices_hardware, hardware_mentions, hardware_patterns,
     is_system_listing, may_name_device, select_devices,
 )
+from tpsdb.record import quote_header_problem
 
 __all__ = ["COMPARE_TABLE", "SAMPLING_SPEED", "SUMMARY_TABLE", "Candidate", "PostContext", "Reading",
-           "command_run_options", "model_name", "new_record", "refuse_unstorable_numbers"]
+           "carry_quote_headers", "command_run_options", "model_name", "new_record", "refuse_unstorable_numbers"]
 
 
 @dataclass(frozen=True)
@@ -994,6 +995,28 @@ _FLOAT_FIELDS = (("tokens_per_second", None), ("stddev", None), ("model", "param
                  ("hardware", "memory_bandwidth_gbs"))
 _INT_FIELDS = (("lengths", "prompt_tokens"), ("lengths", "generated_tokens"), ("lengths", "context_depth"),
                ("concurrency", "users"))
+
+
+def carry_quote_headers(candidates: list[Candidate], pieces: Sequence[Piece]) -> None:
+    """Each candidate quoting one row of a table gets that table's header line as `source.quote_header`, so a
+    footnote can show which column holds the figure without reading the page again (issue 17).
+
+    Keyed by the row's text as quoted: every reader (llama-bench, batched-bench, scoreboard, sweep-bench...) quotes
+    its row as the Table holds it. A row found under two different headers gets none (never a guessed header)."""
+    headers: dict[str, str | None] = {}
+    for piece in pieces:
+        table = piece.table
+        if piece.kind != "table" or table is None or not table.header_quote:
+            continue
+        header = None if quote_header_problem(table.header_quote) else table.header_quote
+        for quote in table.quotes:
+            headers[quote] = header if headers.get(quote, header) == header else None
+    if not headers:
+        return
+    for candidate in candidates:
+        source = candidate.record["source"]
+        if header := headers.get(source["quote"]):
+            source["quote_header"] = header
 
 
 def refuse_unstorable_numbers(candidate: Candidate) -> None:

@@ -22,6 +22,9 @@ several validated measurements qualify (`pick`). Example (tables/machines.toml):
 
 A value in `[fixed]` may also be a list (any of these values). Keys the loader does not know are an error, so a typo
 never silently widens a table.
+
+The common keys are checked here; what a kind adds (the [fixed] keys it needs or varies, its layout keys) is its
+`Layout`, declared in its own module under tpsdb/publish/kinds/ and registered here (`register`, `registered_kinds`, `kind_of`).
 """
 
 from __future__ import annotations
@@ -30,12 +33,10 @@ import re
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from .. import config
 
-KINDS = ("machines", "ceiling", "quantization", "versions", "software", "concurrency", "sources", "spread",
-         "conformance")
 PICKS = ("latest", "best", "median")
 
 # What each pick rule means, as printed under every table that uses it.
@@ -54,46 +55,54 @@ FIXED_COLUMNS = ("hardware", "model", "quantization", "software", "software_vers
 _INT_KEYS = {"prompt_tokens", "generated_tokens", "context_depth", "users"}
 _ENUMS = {"phase": ("generation", "prompt", "end_to_end"), "figure": ("per_user", "aggregate")}
 
-# Per kind: [fixed] keys that must be given, keys that must not be (they are what the rows or columns vary), and the
-# optional layout keys the kind understands.
-_REQUIRED = {
-    "machines": ("model", "quantization"),
-    "ceiling": ("model", "quantization"),
-    "quantization": ("model",),
-    "versions": ("hardware", "model", "software"),
-    "software": ("hardware", "model"),
-    "concurrency": ("hardware", "model"),
-    "sources": ("hardware",),
-    "spread": ("hardware", "model"),
-    "conformance": (),
-}
-_FORBIDDEN = {
-    "machines": ("hardware",),
-    "ceiling": ("hardware",),
-    "quantization": ("quantization",),
-    "versions": ("software_version",),
-    "software": ("software", "software_version"),
-    "concurrency": ("users", "figure"),
-    "sources": (),
-    "spread": (),
-    "conformance": (),
-}
-_LAYOUT = {
-    "machines": {"rows", "require_bandwidth"},
-    "ceiling": {"rows", "require_bandwidth"},
-    "quantization": {"rows", "columns", "baseline"},
-    "versions": {"rows", "columns"},
-    "software": {"rows"},
-    "concurrency": {"rows"},
-    "sources": {"limit"},
-    "spread": {"limit"},
-    "conformance": {"limit"},
-}
 _COMMON = {"kind", "order", "title", "description", "pick", "pick_reason", "fixed", "name"}
 
 
 class DefinitionError(ValueError):
     """A table definition that cannot be used, explained with its file and key."""
+
+
+# ------------------------------------------------------------------------------------------ the kinds
+@dataclass(frozen=True)
+class Layout:
+    """What a kind's definition says beyond the common keys, checked when the definition is loaded."""
+
+    required: tuple[str, ...] = ()  # [fixed] keys that must be given
+    forbidden: tuple[str, ...] = ()  # [fixed] keys that must not be: what the rows or columns vary
+    keys: frozenset[str] = frozenset()  # the optional layout keys the kind understands (rows, columns, limit…)
+    row_type: type = str  # what `rows` lists: hardware names, versions, programs (str) or user counts (int)
+    default_columns: tuple[str, ...] = ()
+    baseline: bool = False  # the kind compares its columns with one of them (`baseline`, the first by default)
+    check: Callable[[dict, tuple, str], None] | None = None  # (fixed, columns, where): the kind's own rules
+
+
+@dataclass(frozen=True)
+class TableKind:
+    """One kind of table: its name, its place among the kinds, how it is built and its layout. Each lives in one
+    module of tpsdb/publish/kinds/, found there and registered by that package."""
+
+    name: str
+    order: int  # where the kind stands when the kinds are listed
+    build: Callable[..., Any]  # (Connection, Definition) -> tables.Table
+    layout: Layout
+
+
+_KINDS: dict[str, TableKind] = {}
+
+
+def register(kind: TableKind) -> None:
+    if kind.name in _KINDS and _KINDS[kind.name] is not kind:
+        raise ValueError(f"table kind {kind.name!r} is registered twice")
+    _KINDS[kind.name] = kind
+
+
+def registered_kinds() -> list[TableKind]:
+    """Every registered kind, in their order."""
+    return sorted(_KINDS.values(), key=lambda k: (k.order, k.name))
+
+
+def kind_of(name: str) -> TableKind:
+    return _KINDS[name]
 
 
 @dataclass(frozen=True)
@@ -131,13 +140,16 @@ def _check_scalar(key: str, value: Any, where: str) -> Any:
 
 def definition_from_dict(data: dict, name: str, where: str = "<definition>", path: Path | None = None) -> Definition:
     """Check one definition (as read from TOML) and return it; every problem names the key at fault."""
-    unknown = sorted(set(data) - _COMMON - set().union(*_LAYOUT.values()))
+    registered = registered_kinds()
+    unknown = sorted(set(data) - _COMMON - set().union(*(k.layout.keys for k in registered)))
     if unknown:
         raise DefinitionError(f"{where}: unknown key {unknown[0]!r}")
     kind = data.get("kind")
-    if kind not in KINDS:
-        raise DefinitionError(f"{where}: kind = {kind!r} is not one of {', '.join(KINDS)}")
-    misplaced = sorted(k for k in set(data) - _COMMON if k not in _LAYOUT[kind])
+    table_kind = _KINDS.get(kind) if isinstance(kind, str) else None
+    if table_kind is None:
+        raise DefinitionError(f"{where}: kind = {kind!r} is not one of {', '.join(k.name for k in registered)}")
+    layout = table_kind.layout
+    misplaced = sorted(k for k in set(data) - _COMMON if k not in layout.keys)
     if misplaced:
         raise DefinitionError(f"{where}: key {misplaced[0]!r} does not apply to a {kind} table")
     title = data.get("title")
@@ -160,10 +172,10 @@ def definition_from_dict(data: dict, name: str, where: str = "<definition>", pat
             fixed[key] = tuple(_check_scalar(key, v, where) for v in value)
         else:
             fixed[key] = _check_scalar(key, value, where)
-    for key in _REQUIRED[kind]:
+    for key in layout.required:
         if key not in fixed:
             raise DefinitionError(f"{where}: a {kind} table needs fixed.{key}")
-    for key in _FORBIDDEN[kind]:
+    for key in layout.forbidden:
         if key in fixed:
             raise DefinitionError(f"{where}: a {kind} table varies {key} across its rows or columns; "
                                   f"remove fixed.{key}")
@@ -171,18 +183,15 @@ def definition_from_dict(data: dict, name: str, where: str = "<definition>", pat
     rows = data.get("rows", [])
     if not isinstance(rows, list):
         raise DefinitionError(f"{where}: rows must be a list")
-    row_type = int if kind == "concurrency" else str
-    if any(not isinstance(r, row_type) or isinstance(r, bool) for r in rows):
-        raise DefinitionError(f"{where}: rows must be a list of {'integers' if row_type is int else 'strings'}")
-    columns = data.get("columns", ["F16", "Q8_0", "Q4_0"] if kind == "quantization" else [])
+    if any(not isinstance(r, layout.row_type) or isinstance(r, bool) for r in rows):
+        raise DefinitionError(f"{where}: rows must be a list of {'integers' if layout.row_type is int else 'strings'}")
+    columns = data.get("columns", list(layout.default_columns))
     if not isinstance(columns, list) or any(not isinstance(c, str) or not c for c in columns):
         raise DefinitionError(f"{where}: columns must be a list of quantization format names")
-    if kind == "versions" and columns and "quantization" in fixed:
-        raise DefinitionError(f"{where}: give either fixed.quantization or columns, not both")
-    if kind == "versions" and not columns and "quantization" not in fixed:
-        raise DefinitionError(f"{where}: a versions table needs fixed.quantization or columns")
-    baseline = data.get("baseline", columns[0] if kind == "quantization" and columns else None)
-    if kind == "quantization" and baseline not in columns:
+    if layout.check is not None:
+        layout.check(fixed, tuple(columns), where)
+    baseline = data.get("baseline", columns[0] if layout.baseline and columns else None)
+    if layout.baseline and baseline not in columns:
         raise DefinitionError(f"{where}: baseline {baseline!r} is not one of the columns")
     limit = data.get("limit")
     if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):

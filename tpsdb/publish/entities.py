@@ -31,7 +31,7 @@ SELECT measurement_id, hardware, model, quantization, file_size_gb, software, so
 FROM measurement_full
 WHERE status = 'active' AND nature = 'measured' AND ABS(tokens_per_second) <= 1.7976931348623157e308
 ORDER BY measurement_id
-""")  # a non-finite figure (which no format can show) is never published: tables._FINITE
+""")  # a non-finite figure (which no format can show) is never published: tables.FINITE
 
 _MACHINES = text("""
 SELECT id, name, vendor, memory_gb, memory_bandwidth_gbs, bandwidth_kind, bandwidth_source_url, bandwidth_quote,

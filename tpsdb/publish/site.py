@@ -20,7 +20,7 @@ from .charts import chart_svg
 from .definitions import Definition
 from .pages import DATA_PAGES, render_data_page
 from .render import render_csv, render_json, render_markdown, render_page, render_table_html
-from .tables import _FINITE, NO_MEASUREMENT, Table, build_table, has_non_finite
+from .tables import FINITE, NO_MEASUREMENT, Table, build_table, has_non_finite
 
 _INDEX = """<section class="index">
 <h1>{{ title }}</h1>
@@ -158,7 +158,7 @@ def publish_site(engine, definitions: list[Definition], out: Path, title: str = 
         any_non_finite = has_non_finite(conn)
         tables = [build_table(conn, d, any_non_finite) for d in definitions]
         measured = conn.execute(text("SELECT COUNT(*) FROM measurement WHERE status = 'active' "
-                                     f"AND nature_kind = 'measured' AND {_FINITE}")).scalar_one()
+                                     f"AND nature_kind = 'measured' AND {FINITE}")).scalar_one()
         counts = {}
         for page in DATA_PAGES:
             counts[page.name], content = render_data_page(conn, page, FOOTER, entities)
