@@ -171,6 +171,10 @@ def test_the_summary_gives_each_group_its_count_best_and_median_with_its_source(
     # b1000: 10, 13, 16; b1001: 11, 14, 17; b1002: 12, 15 (the median of two is the lower one: a real figure)
     assert {v: (count, [tps for tps, _ in refs]) for v, (count, refs) in values.items()} == {
         "b1000": ("3", ["16", "13"]), "b1001": ("3", ["17", "14"]), "b1002": ("2", ["15", "12"])}
+    model = (site / "model-llama-2-7b.html").read_text(encoding="utf-8")
+    assert (f'Jump to a machine: <a href="#group-1">{ULTRA}</a> (1) · <a href="#group-2">{SPARK}</a> (8)' in model
+            and '<tbody id="group-2"><tr><th scope="rowgroup" colspan="6"><a href="machine-nvidia-dgx-spark.html">'
+            in model)
     footnotes = first.split('<ol class="footnotes">')[1].split("</ol>")[0]
     for _, refs in values.values():
         for _, n in refs:
@@ -193,3 +197,16 @@ def test_the_biggest_entity_page_stays_under_a_bound(paged, tmp_path):
     assert biggest_paged < (whole / "model-llama-2-7b.html").stat().st_size
     with pytest.raises(ValueError, match="figures per page: 0"):
         publish_site(engine, load_definitions(), tmp_path / "none", figures_per_page=0)
+
+
+def test_a_republished_site_drops_the_numbered_pages_it_no_longer_needs(paged, tmp_path):
+    """Pages of a machine that now fits one are tpsdb's own files: a later publish removes them."""
+    site, _ = paged
+    engine = create_engine(f"sqlite:///{site.parent / 't.sqlite'}")
+    out = tmp_path / "again"
+    publish_site(engine, load_definitions(), out, figures_per_page=PER_PAGE)
+    assert (out / SPARK_PAGES[2]).exists()
+    publish_site(engine, load_definitions(), out)
+    assert not list(out.glob("*.page-*.html")) and len(_figure_ids(out / SPARK_PAGES[0])) == 8
+    first = (out / SPARK_PAGES[0]).read_text(encoding="utf-8")
+    assert 'class="pages"' not in first and "Jump to" not in first  # one page, one model: nothing to jump to

@@ -209,9 +209,10 @@ _FIGURE_LIST = """{% macro pager(where) %}{% if pages|length > 1 %}<nav class="p
 
 _SUMMARY = """<h2 id="summary">Summary: {{ total }} figure{% if total != 1 %}s{% endif %} in {{ groups|length }} group{% if groups|length != 1 %}s{% endif %}</h2>
 <p class="description">The figures grouped by {% if e.kind == "machine" %}model{% else %}machine{% endif %}, format, software version and test: how many, the best and the median (the lower middle figure, so always one real measurement). Each number links to its figure in <a href="#figures">the full list</a>{% if pages|length > 1 %} ({{ pages|length }} pages of at most {{ per_page }} figures){% endif %}, with its conditions, source, retrieval date and quote; its [n] is its source, listed under the table.</p>
+{% if grouped|length > 1 %}<p class="entities">Jump to {% if e.kind == "machine" %}a model{% else %}a machine{% endif %}: {% for other, rows in grouped %}<a href="#group-{{ loop.index }}">{{ other }}</a> ({{ rows|sum(attribute="count") }}){% if not loop.last %} · {% endif %}{% endfor %}</p>{% endif %}
 <div class="scroll"><table class="tps summary">
 <thead><tr><th scope="col">Format (file GB)</th><th scope="col">Software</th><th scope="col">Test</th><th scope="col">Figures</th><th scope="col" class="measured">Best tokens/s</th><th scope="col" class="measured">Median tokens/s</th></tr></thead>
-{% for other, rows in grouped %}<tbody><tr><th scope="rowgroup" colspan="6">{% if e.kind == "machine" %}{{ page_link("model", other) }}{% else %}{{ page_link("machine", other) }}{% endif %}</th></tr>
+{% for other, rows in grouped %}<tbody id="group-{{ loop.index }}"><tr><th scope="rowgroup" colspan="6">{% if e.kind == "machine" %}{{ page_link("model", other) }}{% else %}{{ page_link("machine", other) }}{% endif %}</th></tr>
 {% for g in rows %}<tr><td>{{ g.best.quantization }} ({{ "%.2f"|format(g.best.file_size_gb or 0) }})</td><td>{{ g.best.software }} {{ g.best.software_version }}</td><td>{{ g.best.test }}</td><td class="num">{{ g.count }}</td><td class="num measured">{{ figure_ref(g.best) }}</td><td class="num measured">{{ figure_ref(g.median) }}</td></tr>
 {% endfor %}</tbody>{% endfor %}</table></div>
 <p>Sources of the best and median figures:</p>
@@ -405,7 +406,7 @@ def render_entity_pages(session: Session, entity: Entity, entities: Entities, ev
             grouped: dict[str, list[dict]] = defaultdict(list)  # already in order: a table body per model or machine
             for g in groups:
                 grouped[g["other"]].append(g)
-            summary = Markup(_summary.render(**common, groups=groups, grouped=grouped.items(), sources=cited,
+            summary = Markup(_summary.render(**common, groups=groups, grouped=list(grouped.items()), sources=cited,
                                              figure_ref=figure_ref))
             out.append((name, _page.render(**common, summary=summary, figure_list=listed,
                                            computed=[c for c in calcs if not c["why"]],
