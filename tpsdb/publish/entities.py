@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from jinja2 import Environment
-from markupsafe import Markup
+from markupsafe import Markup, escape
 from sqlalchemy import text
 from sqlmodel import Session
 
@@ -141,16 +141,23 @@ def _same_test(f: dict) -> tuple:
             f["figure"])
 
 
-def _calculations(session: Session, machine: str, model: str, formats: list[str]) -> list[dict]:
+def _calculations(session: Session, machine: str, model: str, formats: list[str],
+                  known: dict[tuple, list[dict]] | None = None) -> list[dict]:
+    """The computed maximum of each file of `model` on `machine` (or why not). `known` keeps them across pages:
+    a machine's page and its model's page need the same ones, and each is a few queries."""
+    known = {} if known is None else known
     out = []
     for quantization in formats:
-        try:
-            for calc in ceiling_logic.compute(session, machine, model, quantization):
-                out.append({"machine": machine, "model": model, "quantization": calc.quantization,
-                            "file_size_gb": calc.file_size_gb, "tps": calc.per_user_tps,
-                            "bandwidth": calc.bandwidth_gbs, "kind": calc.bandwidth_kind, "why": None})
-        except ceiling_logic.CeilingError as error:
-            out.append({"machine": machine, "model": model, "quantization": quantization, "why": str(error)})
+        key = (machine, model, quantization)
+        if key not in known:
+            try:
+                known[key] = [{"machine": machine, "model": model, "quantization": calc.quantization,
+                               "file_size_gb": calc.file_size_gb, "tps": calc.per_user_tps,
+                               "bandwidth": calc.bandwidth_gbs, "kind": calc.bandwidth_kind, "why": None}
+                              for calc in ceiling_logic.compute(session, machine, model, quantization)]
+            except ceiling_logic.CeilingError as error:
+                known[key] = [{"machine": machine, "model": model, "quantization": quantization, "why": str(error)}]
+        out += known[key]
     return out
 
 
@@ -316,14 +323,12 @@ def figure_pages(entity: Entity, per_page: int = FIGURES_PER_PAGE) -> list[str]:
     return [entity.page] + [f"{stem}.page-{n}.html" for n in range(2, count + 1)]
 
 
-def _link_maker():
-    from markupsafe import Markup, escape
-
-    def link(url, label):
-        if is_web_url(url):
-            return Markup('<a href="{}">{}</a>').format(url, label or url)
-        return escape(label or url or "")
-    return link, Markup, escape
+def _link(url, label) -> Markup:
+    """A link to an http(s) address, else the label as text. Built with escape() in an f-string (each part escaped,
+    then joined as plain text), not Markup.format: a big site makes a hundred thousand, and format is slow."""
+    if is_web_url(url):
+        return Markup(f'<a href="{escape(url)}">{escape(label or url)}</a>')
+    return escape(label or url or "")
 
 
 def _groups(entity: Entity) -> list[dict]:
@@ -348,24 +353,29 @@ def _groups(entity: Entity) -> list[dict]:
 
 
 def render_entity_pages(session: Session, entity: Entity, entities: Entities, everyone: dict[tuple, list[dict]],
-                        per_page: int = FIGURES_PER_PAGE) -> list[tuple[str, str]]:
+                        per_page: int = FIGURES_PER_PAGE,
+                        known: dict[tuple, list[dict]] | None = None) -> list[tuple[str, str]]:
     """The entity's pages as (file name, HTML section): the first (facts, summary, computed maximum, comparisons
     and the first `per_page` figures), then one per further `per_page` figures, each with links to all the others.
     Every figure is on exactly one of them, with its source and quote."""
-    link, Markup, escape = _link_maker()
+    links: dict[tuple[str, str], Markup] = {}
 
-    def page_link(kind: str, name: str):
-        href = entities.href(kind, name)
-        return Markup('<a href="{}">{}</a>').format(href, name) if href else escape(name)
+    def page_link(kind: str, name: str) -> Markup:
+        if (kind, name) not in links:
+            href = entities.href(kind, name)
+            links[(kind, name)] = Markup(f'<a href="{escape(href)}">{escape(name)}</a>') if href else escape(name)
+        return links[(kind, name)]
 
     if entity.kind == "machine":
         pairs = sorted({(f["model"], f["quantization"]) for f in entity.figures})
         calcs = [c for model in sorted({m for m, _ in pairs})
-                 for c in _calculations(session, entity.name, model, sorted({q for m, q in pairs if m == model}))]
+                 for c in _calculations(session, entity.name, model, sorted({q for m, q in pairs if m == model}),
+                                        known)]
     else:
         pairs = sorted({(f["hardware"], f["quantization"]) for f in entity.figures})
         calcs = [c for machine in sorted({h for h, _ in pairs})
-                 for c in _calculations(session, machine, entity.name, sorted({q for h, q in pairs if h == machine}))]
+                 for c in _calculations(session, machine, entity.name, sorted({q for h, q in pairs if h == machine}),
+                                        known)]
     maxima = {(c["machine"], c["model"], c["quantization"], round(c["file_size_gb"], 2)): c["tps"]
               for c in calcs if not c["why"]}
 
@@ -392,10 +402,10 @@ def render_entity_pages(session: Session, entity: Entity, entities: Entities, ev
     def figure_ref(f: dict):
         """A figure's number linking to its row (on whichever page holds it), and its source's footnote."""
         n = sources[f["source_url"]]
-        return Markup('<a href="{}#figure-{}">{}</a><sup class="fn"><a href="#source-{}">[{}]</a></sup>').format(
-            where[f["measurement_id"]], f["measurement_id"], f"{f['tokens_per_second']:g}", n, n)
+        return Markup(f'<a href="{escape(where[f["measurement_id"]])}#figure-{int(f["measurement_id"])}">'
+                      f'{f["tokens_per_second"]:g}</a><sup class="fn"><a href="#source-{n}">[{n}]</a></sup>')
 
-    common = {"e": entity, "link": link, "page_link": page_link, "total": len(ranked), "pages": pages,
+    common = {"e": entity, "link": _link, "page_link": page_link, "total": len(ranked), "pages": pages,
               "per_page": per_page}
     out = []
     for number, (name, chunk) in enumerate(zip(pages, chunks), start=1):

@@ -204,9 +204,11 @@ def _write_entity_pages(engine, entities: entity_pages.Entities, out: Path, step
     """The pages of each machine and model, and the page that lists them."""
     written = []
     index = entity_pages.by_test(entities)
+    known: dict[tuple, list[dict]] = {}  # the computed maxima, each needed by a machine's and a model's page
     with Session(engine) as session:
         for entity in [*entities.machines.values(), *entities.models.values()]:
-            pages = entity_pages.render_entity_pages(session, entity, entities, index, figures_per_page)
+            pages = entity_pages.render_entity_pages(session, entity, entities, index, figures_per_page,
+                                                       known)
             for number, (name, content) in enumerate(pages, start=1):
                 title = entity.name if number == 1 else f"{entity.name}: figures, page {number} of {len(pages)}"
                 _write(out / name, render_page(title, [content], nav="index.html", footer=FOOTER))
