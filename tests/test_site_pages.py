@@ -132,6 +132,8 @@ def test_a_machine_with_more_figures_than_a_page_gets_pages_holding_exactly_its_
         assert '<code class="quote">| NVIDIA DGX Spark | Q4_0 | tg128 |' in row
     model = [i for p in sorted(site.glob("model-llama-2-7b*.html")) for i in _figure_ids(p)]
     assert len(model) == len(set(model)) == 9
+    listing = (site / "machines-and-models.html").read_text(encoding="utf-8")
+    assert f'<a href="{SPARK_PAGES[0]}">{SPARK}</a> · 8 figures on 3 pages</li>' in listing
     # a small machine keeps one page, with no pager
     assert not list(site.glob("machine-apple-m2-ultra-76-core-gpu.page-*.html"))
     assert 'class="pages"' not in (site / "machine-apple-m2-ultra-76-core-gpu.html").read_text(encoding="utf-8")

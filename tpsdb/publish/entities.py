@@ -288,9 +288,9 @@ _LIST = """<section class="entities">
 <h1>Machines and models</h1>
 <p class="description">A page for every machine and every model with an accepted figure: its figures with their conditions and sources, the computed maximum (calc.) and what it can be compared with.</p>
 <h2>Machines ({{ machines|length }})</h2>
-<ul class="entities">{% for e in machines %}<li><a href="{{ e.page }}">{{ e.name }}</a> · {{ e.figures|length }} figures</li>{% endfor %}</ul>
+<ul class="entities">{% for e in machines %}<li><a href="{{ e.page }}">{{ e.name }}</a> · {{ e.figures|length }} figures{% set n = pages_of(e) %}{% if n > 1 %} on {{ n }} pages{% endif %}</li>{% endfor %}</ul>
 <h2>Models ({{ models|length }})</h2>
-<ul class="entities">{% for e in models %}<li><a href="{{ e.page }}">{{ e.name }}</a> · {{ e.figures|length }} figures</li>{% endfor %}</ul>
+<ul class="entities">{% for e in models %}<li><a href="{{ e.page }}">{{ e.name }}</a> · {{ e.figures|length }} figures{% set n = pages_of(e) %}{% if n > 1 %} on {{ n }} pages{% endif %}</li>{% endfor %}</ul>
 </section>
 """
 
@@ -428,8 +428,9 @@ def render_entity_pages(session: Session, entity: Entity, entities: Entities, ev
     return out
 
 
-def render_list(entities: Entities) -> str:
-    return _list.render(machines=list(entities.machines.values()), models=list(entities.models.values()))
+def render_list(entities: Entities, per_page: int = FIGURES_PER_PAGE) -> str:
+    return _list.render(machines=list(entities.machines.values()), models=list(entities.models.values()),
+                        pages_of=lambda e: len(figure_pages(e, per_page)))
 
 
 def linked(table: Table, entities: Entities) -> Table:

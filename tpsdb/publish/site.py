@@ -214,8 +214,9 @@ def _write_entity_pages(engine, entities: entity_pages.Entities, out: Path, step
                 _write(out / name, render_page(title, [content], nav="index.html", footer=FOOTER))
                 written.append(out / name)
                 step()
-    _write(out / entity_pages.LIST_PAGE, render_page("Machines and models", [entity_pages.render_list(entities)],
-                                                     nav="index.html", footer=FOOTER))
+    listing = entity_pages.render_list(entities, figures_per_page)
+    _write(out / entity_pages.LIST_PAGE, render_page("Machines and models", [listing], nav="index.html",
+                                                     footer=FOOTER))
     step()
     return written + [out / entity_pages.LIST_PAGE]
 
