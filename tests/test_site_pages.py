@@ -7,6 +7,7 @@ import csv
 import io
 import json
 import re
+import shutil
 
 import pytest
 from sqlalchemy import create_engine, text
@@ -186,13 +187,18 @@ def test_the_summary_gives_each_group_its_count_best_and_median_with_its_source(
 
 def test_the_biggest_entity_page_stays_under_a_bound(paged, tmp_path):
     """Pages hold at most their share of figures, so a page's size is bounded whatever a machine's count: the same
-    database on one page each is bigger than any of its paged pages."""
+    database on one page each is bigger than any of its paged pages. Republished so into the paged site's folder,
+    the numbered pages it no longer needs (tpsdb's own files) are gone."""
     site, _ = paged
     for page in list(site.glob("machine-*.html")) + list(site.glob("model-*.html")):
         assert len(_figure_ids(page)) <= PER_PAGE, page.name
     engine = create_engine(f"sqlite:///{site.parent / 't.sqlite'}")
     whole = tmp_path / "whole"
+    shutil.copytree(site, whole)
     publish_site(engine, load_definitions(), whole)
+    assert not list(whole.glob("*.page-*.html")) and len(_figure_ids(whole / SPARK_PAGES[0])) == 8
+    first = (whole / SPARK_PAGES[0]).read_text(encoding="utf-8")
+    assert 'class="pages"' not in first and "Jump to" not in first  # one page, one model: nothing to jump to
     rows = max(len(_figure_ids(p)) for p in whole.glob("model-*.html"))
     assert rows == 9  # the default holds them all on one page
     biggest_paged = max(p.stat().st_size for p in site.glob("model-llama-2-7b*.html"))
@@ -200,15 +206,3 @@ def test_the_biggest_entity_page_stays_under_a_bound(paged, tmp_path):
     with pytest.raises(ValueError, match="figures per page: 0"):
         publish_site(engine, load_definitions(), tmp_path / "none", figures_per_page=0)
 
-
-def test_a_republished_site_drops_the_numbered_pages_it_no_longer_needs(paged, tmp_path):
-    """Pages of a machine that now fits one are tpsdb's own files: a later publish removes them."""
-    site, _ = paged
-    engine = create_engine(f"sqlite:///{site.parent / 't.sqlite'}")
-    out = tmp_path / "again"
-    publish_site(engine, load_definitions(), out, figures_per_page=PER_PAGE)
-    assert (out / SPARK_PAGES[2]).exists()
-    publish_site(engine, load_definitions(), out)
-    assert not list(out.glob("*.page-*.html")) and len(_figure_ids(out / SPARK_PAGES[0])) == 8
-    first = (out / SPARK_PAGES[0]).read_text(encoding="utf-8")
-    assert 'class="pages"' not in first and "Jump to" not in first  # one page, one model: nothing to jump to
