@@ -18,6 +18,7 @@ import pytest
 from conftest import ROOT
 from test_publish import SPARK, ULTRA, build_db, rec
 from test_serve import QUERIES, seeded, served  # noqa: F401 (fixtures)
+from tpsdb.db import make_engine
 from tpsdb.publish.definitions import load_definitions
 from tpsdb.publish.site import publish_site
 
@@ -192,18 +193,7 @@ def test_no_page_scrolls_sideways_at_390_px(site):
     """Issue 20: at a phone's width (390 px) no page is wider than the screen: tables scroll inside their box, long
     addresses and quotes wrap. Each page is measured in a 390 px frame of one page (file:// pages may read each
     other with --allow-file-access-from-files), its scrollWidth against its clientWidth."""
-    pages = sorted(p.name for p in site.glob("*.html"))
-    probe = site / "_widths.html"
-    probe.write_text(_MEASURE.replace("PAGES", json.dumps(pages)), encoding="utf-8")
-    try:
-        result = _chromium(probe, "--allow-file-access-from-files", "--virtual-time-budget=20000", "--dump-dom")
-    finally:
-        probe.unlink()
-    assert result.returncode == 0, result.stderr[-2000:]
-    widths = {m[0]: (int(m[1]), int(m[2])) for m in re.findall(r'<p class="width">(\S+) (\d+) (\d+)</p>', result.stdout)}
-    assert set(widths) == set(pages), set(pages) - set(widths)
-    wide = {page: w for page, w in widths.items() if w[0] > w[1]}
-    assert not wide, f"pages wider than 390 px (scrollWidth, clientWidth): {wide}"
+    _assert_fits_390_px(site, sorted(p.name for p in site.glob("*.html")))
     for page in ("index", "machine-nvidia-dgx-spark", "model-gpt-oss-20b", "concurrency"):
         shot = ARTIFACTS / f"site-{page}-390px.png"
         done = _chromium(site / f"{page}.html", f"--screenshot={shot}", "--window-size=390,844")
@@ -219,3 +209,47 @@ def test_the_figures_filters_and_sort_live_in_the_address(site):
     assert body.index("125.50") < body.index("94.27") < body.index("66.00")  # sorted by tokens/s, fastest first
     assert 'aria-sort="descending"><button type="button">tokens/s' in dom
     assert '<a href="machine-apple-m2-ultra-76-core-gpu.html">Apple M2 Ultra (76-core GPU)</a>' in body  # its page
+
+
+def _assert_fits_390_px(site: Path, pages: list[str]) -> None:
+    probe = site / "_widths.html"
+    probe.write_text(_MEASURE.replace("PAGES", json.dumps(pages)), encoding="utf-8")
+    try:
+        result = _chromium(probe, "--allow-file-access-from-files", "--virtual-time-budget=20000", "--dump-dom")
+    finally:
+        probe.unlink()
+    assert result.returncode == 0, result.stderr[-2000:]
+    widths = {m[0]: (int(m[1]), int(m[2])) for m in re.findall(r'<p class="width">(\S+) (\d+) (\d+)</p>', result.stdout)}
+    assert set(widths) == set(pages), set(pages) - set(widths)
+    wide = {page: w for page, w in widths.items() if w[0] > w[1]}
+    assert not wide, f"pages wider than 390 px (scrollWidth, clientWidth): {wide}"
+
+
+def test_a_machine_paged_in_chromium_links_its_pages_and_fits_a_phone(site, tmp_path):
+    """The same database with 4 figures a page: the Spark's 12 figures on 3 pages, each drawn in Chromium with its
+    rows and its pager, the summary's links reaching rows on later pages, and no page wider than a phone."""
+    engine = make_engine(str(site.parent / "t.sqlite"))
+    paged = tmp_path / "paged"
+    publish_site(engine, load_definitions(), paged, figures_per_page=4)
+    names = ["machine-nvidia-dgx-spark.html"] + [f"machine-nvidia-dgx-spark.page-{n}.html" for n in (2, 3)]
+    assert sorted(p.name for p in paged.glob("machine-nvidia-dgx-spark*.html")) == sorted(names)
+    def load(page: Path) -> str:  # its own screenshot names: the unpaged site's pages have the same stems
+        dom = _chromium(page, "--dump-dom")
+        assert dom.returncode == 0, dom.stderr[-2000:]
+        shot = ARTIFACTS / f"site-paged-{page.stem}.png"
+        assert _chromium(page, f"--screenshot={shot}", "--window-size=1400,2000").returncode == 0
+        return dom.stdout
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        doms = list(pool.map(load, [paged / names[0], paged / names[2]]))
+    first, third = doms
+    rows = [re.findall(r'<tr id="figure-(\d+)">', dom) for dom in doms]
+    assert len(rows[0]) == 4 and len(rows[1]) == 4 and not set(rows[0]) & set(rows[1])
+    assert 'aria-label="Pages of figures, above the table"' in third and 'rel="prev"' in third and 'rel="next"' not in third
+    assert '<strong aria-current="page">3</strong>' in third and "figures 9 to 12 of 12" in third
+    assert "Summary: 12 figures in" in first and f'href="{names[1]}#figures"' in first
+    later = set(re.findall(r'href="machine-nvidia-dgx-spark\.page-\d\.html#figure-(\d+)"', first))
+    assert later and later <= {i for page in names[1:] for i in re.findall(
+        r'<tr id="figure-(\d+)">', (paged / page).read_text(encoding="utf-8"))}
+    assert "&lt;script&gt;document.title='pwned'&lt;/script&gt;" in "".join(
+        (paged / page).read_text(encoding="utf-8") for page in names)  # the hostile quote, as text, on its page
+    _assert_fits_390_px(paged, names + ["model-gpt-oss-20b.html"])

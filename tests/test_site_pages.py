@@ -7,8 +7,10 @@ import csv
 import io
 import json
 import re
+import shutil
 
 import pytest
+from sqlalchemy import create_engine, text
 
 from test_publish import M1, SPARK, ULTRA, build_db, rec
 from tpsdb.publish.definitions import load_definitions
@@ -86,3 +88,121 @@ def test_one_link_downloads_everything_with_a_licence_note(site):
     records = [json.loads(line) for line in (site / DOWNLOADS["jsonl"]).read_text(encoding="utf-8").splitlines()]
     assert len(rows) == len(records) == 6
     assert {r["hardware"]["name"] for r in records} == {SPARK, ULTRA, M1, HOSTILE}
+
+
+# A machine with more figures than a page holds (3 a page here; the site's default is FIGURES_PER_PAGE): the Spark
+# has 8 figures in three software versions, the M2 Ultra one, so the Llama 2 7B page has 9.
+PER_PAGE = 3
+SPARK_PAGES = ["machine-nvidia-dgx-spark.html", "machine-nvidia-dgx-spark.page-2.html",
+               "machine-nvidia-dgx-spark.page-3.html"]
+
+
+@pytest.fixture(scope="module")
+def paged(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("paged")
+    records = [rec(SPARK, 10.0 + i, version=f"b{1000 + i % 3}", comment=20 + i) for i in range(8)]
+    records.append(rec(ULTRA, 94.27, comment=40))
+    engine, _, outcomes = build_db(tmp, records)
+    assert all(o.outcome == "accepted" for o in outcomes), [o.reasons for o in outcomes]
+    out = tmp / "site"
+    publish_site(engine, load_definitions(), out, figures_per_page=PER_PAGE)
+    with engine.connect() as conn:
+        spark = {row[0] for row in conn.execute(text(
+            "SELECT measurement_id FROM measurement_full WHERE status = 'active' AND hardware = :h"), {"h": SPARK})}
+    return out, spark
+
+
+def _figure_ids(page) -> list[int]:
+    return [int(i) for i in re.findall(r'<tr id="figure-(\d+)">', page.read_text(encoding="utf-8"))]
+
+
+def test_a_machine_with_more_figures_than_a_page_gets_pages_holding_exactly_its_figures(paged):
+    site, spark = paged
+    assert sorted(p.name for p in site.glob("machine-nvidia-dgx-spark*.html")) == sorted(SPARK_PAGES)
+    listed = [i for name in SPARK_PAGES for i in _figure_ids(site / name)]
+    assert len(listed) == len(spark) == 8 and set(listed) == spark  # each figure once, none dropped
+    assert [len(_figure_ids(site / name)) for name in SPARK_PAGES] == [3, 3, 2]
+    first = (site / SPARK_PAGES[0]).read_text(encoding="utf-8")
+    assert "The 8 figures are on 3 pages of at most 3; this is page 1, figures 1 to 3." in first
+    assert "Summary: 8 figures in 3 groups" in first
+    last = (site / SPARK_PAGES[2]).read_text(encoding="utf-8")
+    assert "<h1>NVIDIA DGX Spark: figures 7 to 8 of 8</h1>" in last and "page 3 of 3" in last
+    for f in _figure_ids(site / SPARK_PAGES[2]):  # each figure with its source and quote, on any page
+        row = re.search(rf'<tr id="figure-{f}">(.*?)</tr>', last, re.S).group(1)
+        assert 'href="https://github.com/ggml-org/llama.cpp/discussions/4167#discussioncomment-' in row
+        assert '<code class="quote">| NVIDIA DGX Spark | Q4_0 | tg128 |' in row
+    model = [i for p in sorted(site.glob("model-llama-2-7b*.html")) for i in _figure_ids(p)]
+    assert len(model) == len(set(model)) == 9
+    listing = (site / "machines-and-models.html").read_text(encoding="utf-8")
+    assert f'<a href="{SPARK_PAGES[0]}">{SPARK}</a> · 8 figures on 3 pages</li>' in listing
+    # a small machine keeps one page, with no pager
+    assert not list(site.glob("machine-apple-m2-ultra-76-core-gpu.page-*.html"))
+    assert 'class="pages"' not in (site / "machine-apple-m2-ultra-76-core-gpu.html").read_text(encoding="utf-8")
+    assert set(SPARK_PAGES) <= set(json.loads((site / ".tpsdb-site").read_text(encoding="utf-8"))["files"])
+
+
+def test_every_link_between_the_pages_of_a_machine_and_model_works(paged):
+    site, _ = paged
+    pages = sorted(site.glob("machine-*.html")) + sorted(site.glob("model-*.html"))
+    checked = 0
+    for page in pages:
+        html = page.read_text(encoding="utf-8")
+        for href in re.findall(r'href="([^"#:]+\.html)(#[^"]*)?"', html):
+            target = site / href[0]
+            assert target.exists(), f"{page.name} links to {href[0]}, which is absent"
+            if href[1].startswith("#figure-"):
+                assert f'id="{href[1][1:]}"' in target.read_text(encoding="utf-8"), (page.name, href)
+                checked += 1
+        for anchor in re.findall(r'href="#([^"]+)"', html):
+            assert f'id="{anchor}"' in html, (page.name, anchor)
+    assert checked >= 2 * 3 + 2 * 3  # the summaries' best and median of each group link to their rows
+    second = (site / SPARK_PAGES[1]).read_text(encoding="utf-8")
+    assert f'<a href="{SPARK_PAGES[0]}#figures" rel="prev">' in second
+    assert f'<a href="{SPARK_PAGES[2]}#figures" rel="next">' in second
+    assert '<strong aria-current="page">2</strong>' in second
+    assert f'<a href="{SPARK_PAGES[0]}">NVIDIA DGX Spark</a>' in second  # back to the summary
+
+
+def test_the_summary_gives_each_group_its_count_best_and_median_with_its_source(paged):
+    site, _ = paged
+    first = (site / SPARK_PAGES[0]).read_text(encoding="utf-8")
+    summary = first.split('<table class="tps summary">')[1].split("</table>")[0]
+    rows = {re.search(r"llama\.cpp (b\d+)", r).group(1): r for r in summary.split("<tr>") if "llama.cpp b" in r}
+    values = {version: (re.search(r'<td class="num">(\d+)</td>', row).group(1),
+                        re.findall(r'#figure-\d+">([\d.]+)</a><sup class="fn"><a href="#source-(\d+)">', row))
+              for version, row in rows.items()}
+    # b1000: 10, 13, 16; b1001: 11, 14, 17; b1002: 12, 15 (the median of two is the lower one: a real figure)
+    assert {v: (count, [tps for tps, _ in refs]) for v, (count, refs) in values.items()} == {
+        "b1000": ("3", ["16", "13"]), "b1001": ("3", ["17", "14"]), "b1002": ("2", ["15", "12"])}
+    model = (site / "model-llama-2-7b.html").read_text(encoding="utf-8")
+    assert (f'Jump to a machine: <a href="#group-1">{ULTRA}</a> (1) · <a href="#group-2">{SPARK}</a> (8)' in model
+            and '<tbody id="group-2"><tr><th scope="rowgroup" colspan="6"><a href="machine-nvidia-dgx-spark.html">'
+            in model)
+    footnotes = first.split('<ol class="footnotes">')[1].split("</ol>")[0]
+    for _, refs in values.values():
+        for _, n in refs:
+            assert re.search(rf'<li id="source-{n}"><a href="https://github\.com/ggml-org/llama\.cpp/discussions/'
+                             r'4167#discussioncomment-\d+">', footnotes)
+
+
+def test_the_biggest_entity_page_stays_under_a_bound(paged, tmp_path):
+    """Pages hold at most their share of figures, so a page's size is bounded whatever a machine's count: the same
+    database on one page each is bigger than any of its paged pages. Republished so into the paged site's folder,
+    the numbered pages it no longer needs (tpsdb's own files) are gone."""
+    site, _ = paged
+    for page in list(site.glob("machine-*.html")) + list(site.glob("model-*.html")):
+        assert len(_figure_ids(page)) <= PER_PAGE, page.name
+    engine = create_engine(f"sqlite:///{site.parent / 't.sqlite'}")
+    whole = tmp_path / "whole"
+    shutil.copytree(site, whole)
+    publish_site(engine, load_definitions(), whole)
+    assert not list(whole.glob("*.page-*.html")) and len(_figure_ids(whole / SPARK_PAGES[0])) == 8
+    first = (whole / SPARK_PAGES[0]).read_text(encoding="utf-8")
+    assert 'class="pages"' not in first and "Jump to" not in first  # one page, one model: nothing to jump to
+    rows = max(len(_figure_ids(p)) for p in whole.glob("model-*.html"))
+    assert rows == 9  # the default holds them all on one page
+    biggest_paged = max(p.stat().st_size for p in site.glob("model-llama-2-7b*.html"))
+    assert biggest_paged < (whole / "model-llama-2-7b.html").stat().st_size
+    with pytest.raises(ValueError, match="figures per page: 0"):
+        publish_site(engine, load_definitions(), tmp_path / "none", figures_per_page=0)
+

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from jinja2 import Environment
+from markupsafe import Markup, escape
 from sqlalchemy import text
 from sqlmodel import Session
 
@@ -140,16 +141,23 @@ def _same_test(f: dict) -> tuple:
             f["figure"])
 
 
-def _calculations(session: Session, machine: str, model: str, formats: list[str]) -> list[dict]:
+def _calculations(session: Session, machine: str, model: str, formats: list[str],
+                  known: dict[tuple, list[dict]] | None = None) -> list[dict]:
+    """The computed maximum of each file of `model` on `machine` (or why not). `known` keeps them across pages:
+    a machine's page and its model's page need the same ones, and each is a few queries."""
+    known = {} if known is None else known
     out = []
     for quantization in formats:
-        try:
-            for calc in ceiling_logic.compute(session, machine, model, quantization):
-                out.append({"machine": machine, "model": model, "quantization": calc.quantization,
-                            "file_size_gb": calc.file_size_gb, "tps": calc.per_user_tps,
-                            "bandwidth": calc.bandwidth_gbs, "kind": calc.bandwidth_kind, "why": None})
-        except ceiling_logic.CeilingError as error:
-            out.append({"machine": machine, "model": model, "quantization": quantization, "why": str(error)})
+        key = (machine, model, quantization)
+        if key not in known:
+            try:
+                known[key] = [{"machine": machine, "model": model, "quantization": calc.quantization,
+                               "file_size_gb": calc.file_size_gb, "tps": calc.per_user_tps,
+                               "bandwidth": calc.bandwidth_gbs, "kind": calc.bandwidth_kind, "why": None}
+                              for calc in ceiling_logic.compute(session, machine, model, quantization)]
+            except ceiling_logic.CeilingError as error:
+                known[key] = [{"machine": machine, "model": model, "quantization": quantization, "why": str(error)}]
+        out += known[key]
     return out
 
 
@@ -194,6 +202,30 @@ def _comparisons(entity: Entity, everyone: dict[tuple, list[dict]]) -> list[dict
     return sorted(rows, key=lambda r: _rank_key(r["first"]))
 
 
+_FIGURE_LIST = """{% macro pager(where) %}{% if pages|length > 1 %}<nav class="pages" aria-label="Pages of figures, {{ where }}">{% if number > 1 %}<a href="{{ pages[number - 2] }}#figures" rel="prev">← Previous</a> · {% endif %}page {{ number }} of {{ pages|length }}:{% for p in pages %} {% if loop.index == number %}<strong aria-current="page">{{ loop.index }}</strong>{% else %}<a href="{{ p }}#figures">{{ loop.index }}</a>{% endif %}{% endfor %}{% if number < pages|length %} · <a href="{{ pages[number] }}#figures" rel="next">Next →</a>{% endif %}</nav>{% endif %}{% endmacro %}
+<h2 id="figures">Every figure ({{ total }}){% if pages|length > 1 %}: {{ first }}–{{ last }} on this page{% endif %}</h2>
+<p class="description">Ranked within each file and test, fastest first.{% if pages|length > 1 %} The {{ total }} figures are on {{ pages|length }} pages of at most {{ per_page }}; this is page {{ number }}, figures {{ first }} to {{ last }}.{% endif %}</p>
+{{ pager("above the table") }}
+<div class="scroll"><table class="tps">
+<thead><tr><th scope="col">#</th><th scope="col">{% if e.kind == "machine" %}Model{% else %}Machine{% endif %}</th><th scope="col">Format (file GB)</th><th scope="col">Test</th><th scope="col" class="measured">tokens/s</th><th scope="col" class="calc" title="memory bandwidth ÷ bytes read per token, for one user">Max. (calc.)</th><th scope="col">Software</th><th scope="col">Source</th></tr></thead>
+<tbody>
+{% for f in figures %}<tr id="figure-{{ f.measurement_id }}"><td class="num">{{ f.measurement_id }}</td><td>{% if e.kind == "machine" %}{{ page_link("model", f.model) }}{% else %}{{ page_link("machine", f.hardware) }}{% endif %}</td><td>{{ f.quantization }} ({{ "%.2f"|format(f.file_size_gb or 0) }})</td><td>{{ f.test }}</td><td class="num measured">{{ "%g"|format(f.tokens_per_second) }}{% if f.stddev %} ± {{ "%g"|format(f.stddev) }}{% endif %}</td>{% set m = ceiling_of(f) %}<td class="calc num{% if m is none %} empty{% endif %}">{% if m is not none %}{{ "%.2f"|format(m) }}{% endif %}</td><td>{{ f.software }} {{ f.software_version }}</td><td class="source">{{ link(f.source_url, f.source_label) }}{% if f.via_title %} (relayed by {{ f.via_title }}){% endif %} · retrieved {{ f.retrieved_at }}{% if f.quote|length > 160 %}<details><summary>quote ({{ f.quote|length }} characters)</summary><code class="quote">{{ f.quote|as_text }}</code></details>{% else %}<br><code class="quote">{{ f.quote|as_text }}</code>{% endif %}</td></tr>
+{% endfor %}</tbody></table></div>
+{{ pager("below the table") }}
+"""
+
+_SUMMARY = """<h2 id="summary">Summary: {{ total }} figure{% if total != 1 %}s{% endif %} in {{ groups|length }} group{% if groups|length != 1 %}s{% endif %}</h2>
+<p class="description">The figures grouped by {% if e.kind == "machine" %}model{% else %}machine{% endif %}, format, software version and test: how many, the best and the median (the lower middle figure, so always one real measurement). Each number links to its figure in <a href="#figures">the full list</a>{% if pages|length > 1 %} ({{ pages|length }} pages of at most {{ per_page }} figures){% endif %}, with its conditions, source, retrieval date and quote; its [n] is its source, listed under the table.</p>
+{% if grouped|length > 1 %}<p class="entities">Jump to {% if e.kind == "machine" %}a model{% else %}a machine{% endif %}: {% for other, rows in grouped %}<a href="#group-{{ loop.index }}">{{ other }}</a> ({{ rows|sum(attribute="count") }}){% if not loop.last %} · {% endif %}{% endfor %}</p>{% endif %}
+<div class="scroll"><table class="tps summary">
+<thead><tr><th scope="col">Format (file GB)</th><th scope="col">Software</th><th scope="col">Test</th><th scope="col">Figures</th><th scope="col" class="measured">Best tokens/s</th><th scope="col" class="measured">Median tokens/s</th></tr></thead>
+{% for other, rows in grouped %}<tbody id="group-{{ loop.index }}"><tr><th scope="rowgroup" colspan="6">{% if e.kind == "machine" %}{{ page_link("model", other) }}{% else %}{{ page_link("machine", other) }}{% endif %}</th></tr>
+{% for g in rows %}<tr><td>{{ g.best.quantization }} ({{ "%.2f"|format(g.best.file_size_gb or 0) }})</td><td>{{ g.best.software }} {{ g.best.software_version }}</td><td>{{ g.best.test }}</td><td class="num">{{ g.count }}</td><td class="num measured">{{ figure_ref(g.best) }}</td><td class="num measured">{{ figure_ref(g.median) }}</td></tr>
+{% endfor %}</tbody>{% endfor %}</table></div>
+<p>Sources of the best and median figures:</p>
+<ol class="footnotes">{% for s in sources %}<li id="source-{{ loop.index }}">{{ link(s.source_url, s.source_label) }}{% if s.via_title %} (relayed by {{ s.via_title }}){% endif %}</li>{% endfor %}</ol>
+"""
+
 _PAGE = """<section class="entity" id="{{ e.kind }}">
 <h1>{{ e.name }}</h1>
 <p class="description">{% if e.kind == "machine" %}Every accepted figure measured on this machine{% else %}Every accepted figure of this model, on every machine{% endif %}, with its conditions and source, and the computed maximum (<em>calc.</em>: memory bandwidth ÷ bytes read per token, a calculation, never a measurement). The figure's number (#) is its id: <code>tpsdb compare</code> and <code>tpsdb withdraw</code> take it.</p>
@@ -214,6 +246,7 @@ _PAGE = """<section class="entity" id="{{ e.kind }}">
 {% endfor %}
 {% endif %}
 </dl>
+{{ summary }}
 {% if e.kind == "model" %}<h2>Compared on the same file and test</h2>
 {% if comparisons %}<div class="scroll"><table class="tps">
 <thead><tr><th scope="col">{% if e.kind == "machine" %}Model, format{% else %}Format{% endif %}</th><th scope="col">Test</th>{% if e.kind == "machine" %}<th scope="col" class="measured">Here (tokens/s)</th>{% endif %}<th scope="col">{% if e.kind == "machine" %}Other machines{% else %}Machines{% endif %}, fastest first (tokens/s)</th></tr></thead>
@@ -230,13 +263,6 @@ _PAGE = """<section class="entity" id="{{ e.kind }}">
 {% endfor %}</tbody></table></div>{% else %}<p>Not computed for any file here.</p>{% endif %}
 {% if not_computed %}<details class="notcomputed"><summary>Not computed for {{ not_computed|length }} {% if e.kind == "machine" %}model files{% else %}machines and files{% endif %}, and why</summary>
 <ul>{% for c in not_computed %}<li>{% if e.kind == "machine" %}{{ c.model }}{% else %}{{ c.machine }}{% endif %} {{ c.quantization }}: {{ c.why }}</li>{% endfor %}</ul></details>{% endif %}
-<h2>Every figure ({{ e.figures|length }})</h2>
-<p class="description">Ranked within each file and test, fastest first.</p>
-<div class="scroll"><table class="tps">
-<thead><tr><th scope="col">#</th><th scope="col">{% if e.kind == "machine" %}Model{% else %}Machine{% endif %}</th><th scope="col">Format (file GB)</th><th scope="col">Test</th><th scope="col" class="measured">tokens/s</th><th scope="col" class="calc" title="memory bandwidth ÷ bytes read per token, for one user">Max. (calc.)</th><th scope="col">Software</th><th scope="col">Source</th></tr></thead>
-<tbody>
-{% for f in figures %}<tr id="figure-{{ f.measurement_id }}"><td class="num">{{ f.measurement_id }}</td><td>{% if e.kind == "machine" %}{{ page_link("model", f.model) }}{% else %}{{ page_link("machine", f.hardware) }}{% endif %}</td><td>{{ f.quantization }} ({{ "%.2f"|format(f.file_size_gb or 0) }})</td><td>{{ f.test }}</td><td class="num measured">{{ "%g"|format(f.tokens_per_second) }}{% if f.stddev %} ± {{ "%g"|format(f.stddev) }}{% endif %}</td>{% set m = ceiling_of(f) %}<td class="calc num{% if m is none %} empty{% endif %}">{% if m is not none %}{{ "%.2f"|format(m) }}{% endif %}</td><td>{{ f.software }} {{ f.software_version }}</td><td class="source">{{ link(f.source_url, f.source_label) }}{% if f.via_title %} (relayed by {{ f.via_title }}){% endif %} · retrieved {{ f.retrieved_at }}{% if f.quote|length > 160 %}<details><summary>quote ({{ f.quote|length }} characters)</summary><code class="quote">{{ f.quote }}</code></details>{% else %}<br><code class="quote">{{ f.quote }}</code>{% endif %}</td></tr>
-{% endfor %}</tbody></table></div>
 {% if e.kind == "machine" %}<h2>Compared on the same file and test</h2>
 {% if comparisons %}<div class="scroll"><table class="tps">
 <thead><tr><th scope="col">{% if e.kind == "machine" %}Model, format{% else %}Format{% endif %}</th><th scope="col">Test</th>{% if e.kind == "machine" %}<th scope="col" class="measured">Here (tokens/s)</th>{% endif %}<th scope="col">{% if e.kind == "machine" %}Other machines{% else %}Machines{% endif %}, fastest first (tokens/s)</th></tr></thead>
@@ -245,6 +271,15 @@ _PAGE = """<section class="entity" id="{{ e.kind }}">
 {% endfor %}</tbody></table></div>
 {% else %}<p>{% if e.kind == "machine" %}No other machine has a figure on the same file and test yet.{% else %}No two machines have a figure on the same file and test yet.{% endif %}</p>{% endif %}
 {% endif %}
+{{ figure_list }}
+<p class="downloads"><a href="index.html">All tables</a> · <a href="figures.html">all figures</a> · <a href="machines-and-models.html">every machine and model</a></p>
+</section>
+"""
+
+_MORE = """<section class="entity" id="{{ e.kind }}">
+<h1>{{ e.name }}: figures {{ first }} to {{ last }} of {{ total }}</h1>
+<p class="description">Page {{ number }} of {{ pages|length }} of every accepted figure {% if e.kind == "machine" %}measured on this machine{% else %}of this model, on every machine{% endif %}, with its conditions, source and quote. <a href="{{ e.page }}">{{ e.name }}</a>'s first page has the facts, the summary of every figure, the computed maximum and the comparisons.</p>
+{{ figure_list }}
 <p class="downloads"><a href="index.html">All tables</a> · <a href="figures.html">all figures</a> · <a href="machines-and-models.html">every machine and model</a></p>
 </section>
 """
@@ -253,43 +288,94 @@ _LIST = """<section class="entities">
 <h1>Machines and models</h1>
 <p class="description">A page for every machine and every model with an accepted figure: its figures with their conditions and sources, the computed maximum (calc.) and what it can be compared with.</p>
 <h2>Machines ({{ machines|length }})</h2>
-<ul class="entities">{% for e in machines %}<li><a href="{{ e.page }}">{{ e.name }}</a> · {{ e.figures|length }} figures</li>{% endfor %}</ul>
+<ul class="entities">{% for e in machines %}<li><a href="{{ e.page }}">{{ e.name }}</a> · {{ e.figures|length }} figures{% set n = pages_of(e) %}{% if n > 1 %} on {{ n }} pages{% endif %}</li>{% endfor %}</ul>
 <h2>Models ({{ models|length }})</h2>
-<ul class="entities">{% for e in models %}<li><a href="{{ e.page }}">{{ e.name }}</a> · {{ e.figures|length }} figures</li>{% endfor %}</ul>
+<ul class="entities">{% for e in models %}<li><a href="{{ e.page }}">{{ e.name }}</a> · {{ e.figures|length }} figures{% set n = pages_of(e) %}{% if n > 1 %} on {{ n }} pages{% endif %}</li>{% endfor %}</ul>
 </section>
 """
 
+def as_text(value) -> Markup:
+    """Text escaped for an element's content (never an attribute): only & and < can start markup there, so a
+    quote's many " stay one byte instead of autoescape's five (&#34;): a JSON quote is 800 characters."""
+    return Markup(str(value).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;"))
+
+
 _env = Environment(autoescape=True)
+_env.filters["as_text"] = as_text
 _page = _env.from_string(_PAGE)
+_more = _env.from_string(_MORE)
+_figure_list = _env.from_string(_FIGURE_LIST)
+_summary = _env.from_string(_SUMMARY)
 _list = _env.from_string(_LIST)
 LIST_PAGE = "machines-and-models.html"
+# A page holds at most this many figures (about 1 MB at the seed's longest quotes): the AMD Radeon 8060S's 14,790
+# figures made one page of 27 MB, which a browser chokes on. The rest are on numbered pages after the first.
+FIGURES_PER_PAGE = 500
 
 
-def _link_maker():
-    from markupsafe import Markup, escape
+def figure_pages(entity: Entity, per_page: int = FIGURES_PER_PAGE) -> list[str]:
+    """The files an entity's figures are listed on: its page (the path it always had), then `STEM.page-N.html`.
+    A slug holds only [a-z0-9-], so no machine or model page can be named like another's numbered page."""
+    if per_page < 1:
+        raise ValueError(f"figures per page: {per_page} is not a positive number")
+    count = max(1, -(-len(entity.figures) // per_page))
+    stem = entity.page.removesuffix(".html")
+    return [entity.page] + [f"{stem}.page-{n}.html" for n in range(2, count + 1)]
 
-    def link(url, label):
-        if is_web_url(url):
-            return Markup('<a href="{}">{}</a>').format(url, label or url)
-        return escape(label or url or "")
-    return link, Markup, escape
+
+def _link(url, label) -> Markup:
+    """A link to an http(s) address, else the label as text. Built with escape() in an f-string (each part escaped,
+    then joined as plain text), not Markup.format: a big site makes a hundred thousand, and format is slow."""
+    if is_web_url(url):
+        return Markup(f'<a href="{escape(url)}">{escape(label or url)}</a>')
+    return escape(label or url or "")
 
 
-def render_entity(session: Session, entity: Entity, entities: Entities, everyone: dict[tuple, list[dict]]) -> str:
-    link, Markup, escape = _link_maker()
+def _groups(entity: Entity) -> list[dict]:
+    """The summary: the entity's figures grouped by the other entity (model or machine), file, software version
+    and test, each with its count, best figure and median (the lower middle one, as the tables' `median` pick, so
+    it is always one real measurement)."""
+    found: dict[tuple, list[dict]] = defaultdict(list)
+    for f in entity.figures:
+        other = f["model"] if entity.kind == "machine" else f["hardware"]
+        found[(other, *_same_test(f), f["software"], f["software_version"])].append(f)
+    groups = []
+    for figures in found.values():
+        ranked = sorted(figures, key=lambda f: (_number(f["tokens_per_second"]), f["measurement_id"]))
+        best = ranked[-1]
+        groups.append({"other": best["model"] if entity.kind == "machine" else best["hardware"], "count": len(ranked),
+                       "best": best, "median": ranked[(len(ranked) - 1) // 2]})
 
-    def page_link(kind: str, name: str):
-        href = entities.href(kind, name)
-        return Markup('<a href="{}">{}</a>').format(href, name) if href else escape(name)
+    def order(g: dict) -> tuple:
+        f = g["best"]
+        return (str(g["other"]), _rank_key(f)[1:-1], str(f["software"] or ""), str(f["software_version"] or ""))
+    return sorted(groups, key=order)
+
+
+def render_entity_pages(session: Session, entity: Entity, entities: Entities, everyone: dict[tuple, list[dict]],
+                        per_page: int = FIGURES_PER_PAGE,
+                        known: dict[tuple, list[dict]] | None = None) -> list[tuple[str, str]]:
+    """The entity's pages as (file name, HTML section): the first (facts, summary, computed maximum, comparisons
+    and the first `per_page` figures), then one per further `per_page` figures, each with links to all the others.
+    Every figure is on exactly one of them, with its source and quote."""
+    links: dict[tuple[str, str], Markup] = {}
+
+    def page_link(kind: str, name: str) -> Markup:
+        if (kind, name) not in links:
+            href = entities.href(kind, name)
+            links[(kind, name)] = Markup(f'<a href="{escape(href)}">{escape(name)}</a>') if href else escape(name)
+        return links[(kind, name)]
 
     if entity.kind == "machine":
         pairs = sorted({(f["model"], f["quantization"]) for f in entity.figures})
         calcs = [c for model in sorted({m for m, _ in pairs})
-                 for c in _calculations(session, entity.name, model, sorted({q for m, q in pairs if m == model}))]
+                 for c in _calculations(session, entity.name, model, sorted({q for m, q in pairs if m == model}),
+                                        known)]
     else:
         pairs = sorted({(f["hardware"], f["quantization"]) for f in entity.figures})
         calcs = [c for machine in sorted({h for h, _ in pairs})
-                 for c in _calculations(session, machine, entity.name, sorted({q for h, q in pairs if h == machine}))]
+                 for c in _calculations(session, machine, entity.name, sorted({q for h, q in pairs if h == machine}),
+                                        known)]
     maxima = {(c["machine"], c["model"], c["quantization"], round(c["file_size_gb"], 2)): c["tps"]
               for c in calcs if not c["why"]}
 
@@ -299,14 +385,52 @@ def render_entity(session: Session, entity: Entity, entities: Entities, everyone
             return None
         return maxima.get((f["hardware"], f["model"], f["quantization"], round(f["file_size_gb"] or 0, 2)))
 
-    return _page.render(e=entity, computed=[c for c in calcs if not c["why"]],
-                        not_computed=[c for c in calcs if c["why"]], figures=sorted(entity.figures, key=_rank_key),
-                        comparisons=_comparisons(entity, everyone), link=link, page_link=page_link,
-                        ceiling_of=ceiling_of)
+    pages = figure_pages(entity, per_page)
+    ranked = sorted(entity.figures, key=_rank_key)
+    chunks = [ranked[i * per_page:(i + 1) * per_page] for i in range(len(pages))]
+    where = {f["measurement_id"]: name for name, chunk in zip(pages, chunks) for f in chunk}
+
+    groups = _groups(entity)
+    sources: dict[str | None, int] = {}  # a footnote per source, numbered in the order the summary cites them
+    cited: list[dict] = []
+    for g in groups:
+        for f in (g["best"], g["median"]):
+            if f["source_url"] not in sources:
+                sources[f["source_url"]] = len(sources) + 1
+                cited.append(f)
+
+    def figure_ref(f: dict):
+        """A figure's number linking to its row (on whichever page holds it), and its source's footnote."""
+        n = sources[f["source_url"]]
+        return Markup(f'<a href="{escape(where[f["measurement_id"]])}#figure-{int(f["measurement_id"])}">'
+                      f'{f["tokens_per_second"]:g}</a><sup class="fn"><a href="#source-{n}">[{n}]</a></sup>')
+
+    common = {"e": entity, "link": _link, "page_link": page_link, "total": len(ranked), "pages": pages,
+              "per_page": per_page}
+    out = []
+    for number, (name, chunk) in enumerate(zip(pages, chunks), start=1):
+        first = (number - 1) * per_page + 1
+        listed = Markup(_figure_list.render(**common, figures=chunk, number=number, first=first,
+                                            last=first + len(chunk) - 1, ceiling_of=ceiling_of))
+        if number == 1:
+            grouped: dict[str, list[dict]] = defaultdict(list)  # already in order: a table body per model or machine
+            for g in groups:
+                grouped[g["other"]].append(g)
+            summary = Markup(_summary.render(**common, groups=groups, grouped=list(grouped.items()), sources=cited,
+                                             figure_ref=figure_ref))
+            out.append((name, _page.render(**common, summary=summary, figure_list=listed,
+                                           computed=[c for c in calcs if not c["why"]],
+                                           not_computed=[c for c in calcs if c["why"]],
+                                           comparisons=_comparisons(entity, everyone))))
+        else:
+            out.append((name, _more.render(**common, figure_list=listed, number=number, first=first,
+                                           last=first + len(chunk) - 1)))
+    return out
 
 
-def render_list(entities: Entities) -> str:
-    return _list.render(machines=list(entities.machines.values()), models=list(entities.models.values()))
+def render_list(entities: Entities, per_page: int = FIGURES_PER_PAGE) -> str:
+    return _list.render(machines=list(entities.machines.values()), models=list(entities.models.values()),
+                        pages_of=lambda e: len(figure_pages(e, per_page)))
 
 
 def linked(table: Table, entities: Entities) -> Table:

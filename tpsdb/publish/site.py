@@ -135,23 +135,27 @@ def write_table_files(table: Table, out: Path, entities: entity_pages.Entities |
     return written
 
 
-def site_files(definitions: list[Definition], entities: entity_pages.Entities | None = None) -> list[str]:
-    """The names of the files a site of these tables (and of these machines and models) is made of."""
+def site_files(definitions: list[Definition], entities: entity_pages.Entities | None = None,
+               figures_per_page: int = entity_pages.FIGURES_PER_PAGE) -> list[str]:
+    """The names of the files a site of these tables (and of these machines and models, each on its pages of
+    at most `figures_per_page` figures) is made of."""
     pages = [] if entities is None else (
-        [entity_pages.LIST_PAGE] + [e.page for e in entities.machines.values()]
-        + [e.page for e in entities.models.values()])
+        [entity_pages.LIST_PAGE] + [page for e in [*entities.machines.values(), *entities.models.values()]
+                                    for page in entity_pages.figure_pages(e, figures_per_page)])
     return (["index.html"] + [f"{d.name}.{ext}" for d in definitions for ext in ("html", "csv", "json", "md")]
             + [f"{page.name}.html" for page in DATA_PAGES] + pages + list(DOWNLOADS.values()))
 
 
 def publish_site(engine, definitions: list[Definition], out: Path, title: str = "tpsdb: LLM inference speed",
-                 force: bool = False, progress=None) -> list[Path]:
+                 force: bool = False, progress=None,
+                 figures_per_page: int = entity_pages.FIGURES_PER_PAGE) -> list[Path]:
     """Write the whole site under `out` and return the files written, index.html first. `progress(done, total)`
-    is called as pages are written (the command shows it on a terminal).
+    is called as pages are written (the command shows it on a terminal). A machine's or model's figures are
+    listed `figures_per_page` a page (its first page keeps its name, the others are numbered).
     Raises SiteFolderError when `out` cannot take it (see prepare_folder), before anything is written."""
     with engine.connect() as conn:
         entities = entity_pages.collect(conn)
-    files = site_files(definitions, entities)
+    files = site_files(definitions, entities, figures_per_page)
     owned = prepare_folder(out, files, force)
     step = _stepper(progress, len(files))
     with engine.connect() as conn:  # the count and the tables from one view of the data
@@ -168,7 +172,7 @@ def publish_site(engine, definitions: list[Definition], out: Path, title: str = 
     for table in tables:
         written += write_table_files(table, out, entities)
         step(4)
-    written += _write_entity_pages(engine, entities, out, step)
+    written += _write_entity_pages(engine, entities, out, step, figures_per_page)
     written += _write_downloads(engine, out)
     step(len(DOWNLOADS))
     index = render_page(title, [_index_template.render(
@@ -195,18 +199,24 @@ def _stepper(progress, total: int):
     return step
 
 
-def _write_entity_pages(engine, entities: entity_pages.Entities, out: Path, step) -> list[Path]:
-    """A page per machine and per model, and the page that lists them."""
+def _write_entity_pages(engine, entities: entity_pages.Entities, out: Path, step,
+                        figures_per_page: int) -> list[Path]:
+    """The pages of each machine and model, and the page that lists them."""
     written = []
     index = entity_pages.by_test(entities)
+    known: dict[tuple, list[dict]] = {}  # the computed maxima, each needed by a machine's and a model's page
     with Session(engine) as session:
         for entity in [*entities.machines.values(), *entities.models.values()]:
-            content = entity_pages.render_entity(session, entity, entities, index)
-            _write(out / entity.page, render_page(entity.name, [content], nav="index.html", footer=FOOTER))
-            written.append(out / entity.page)
-            step()
-    _write(out / entity_pages.LIST_PAGE, render_page("Machines and models", [entity_pages.render_list(entities)],
-                                                     nav="index.html", footer=FOOTER))
+            pages = entity_pages.render_entity_pages(session, entity, entities, index, figures_per_page,
+                                                       known)
+            for number, (name, content) in enumerate(pages, start=1):
+                title = entity.name if number == 1 else f"{entity.name}: figures, page {number} of {len(pages)}"
+                _write(out / name, render_page(title, [content], nav="index.html", footer=FOOTER))
+                written.append(out / name)
+                step()
+    listing = entity_pages.render_list(entities, figures_per_page)
+    _write(out / entity_pages.LIST_PAGE, render_page("Machines and models", [listing], nav="index.html",
+                                                     footer=FOOTER))
     step()
     return written + [out / entity_pages.LIST_PAGE]
 
