@@ -7,36 +7,14 @@ plain strings checked by the validator (and by CHECK constraints), so the SQLite
 from __future__ import annotations
 
 from datetime import date, datetime
-from enum import StrEnum
 
 from sqlalchemy import BigInteger, CheckConstraint, Column, Index, LargeBinary, Text, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
+from .vocab import BandwidthKind, Figure, NatureKind, Phase, SourceType, Status, sql_in, values  # noqa: F401
 
-class Phase(StrEnum):
-    generation = "generation"
-    prompt = "prompt"
-    end_to_end = "end_to_end"
-
-
-class Figure(StrEnum):
-    per_user = "per_user"
-    aggregate = "aggregate"
-
-
-class NatureKind(StrEnum):
-    measured = "measured"
-    computed = "computed"
-
-
-class Status(StrEnum):
-    active = "active"
-    superseded = "superseded"
-    withdrawn = "withdrawn"
-
-
-def _in(column: str, enum: type[StrEnum]) -> str:
-    return f"{column} IN ({', '.join(repr(v.value) for v in enum)})"
+# The vocabularies live in tpsdb.vocab; imported here for the tables' CHECK constraints, and re-exported.
+_in = sql_in
 
 
 class Source(SQLModel, table=True):
@@ -46,7 +24,7 @@ class Source(SQLModel, table=True):
     id: int | None = Field(default=None, primary_key=True)
     url: str = Field(unique=True, description="canonical URL, without fragment")
     key: str | None = Field(default=None, unique=True, description="name of the file in sources/, if any")
-    kind: str = Field(default="web", description="github_discussion, benchmark_file, article, web")
+    kind: str = Field(default=SourceType.web, description=", ".join(values(SourceType)))
     title: str | None = None
     licence: str | None = None
     refresh_interval_hours: float | None = None
@@ -90,15 +68,6 @@ class Post(SQLModel, table=True):
     body_sha256: str | None = Field(default=None, description="sha256 of the body HTML the figures were read from")
     snapshot_id: int | None = Field(default=None, foreign_key="snapshot.id")
     status: str = Field(default=Status.active, sa_column_kwargs={"server_default": "active"})
-
-
-class BandwidthKind(StrEnum):
-    """Who states a machine's memory bandwidth, in order of preference (a less preferred value never replaces a
-    more preferred one)."""
-
-    vendor = "vendor"  # the maker's own page, read by us
-    relayed = "relayed"  # a publication gives the maker's value and names the maker's document (kept as `via`)
-    stated = "stated"  # a source states it (a thread's post, a benchmark's table), not the maker
 
 
 class Hardware(SQLModel, table=True):

@@ -32,9 +32,9 @@ from .ceiling import (  # noqa: F401  (ModelFacts, Share, read_share, ceiling_to
 )
 from .config import REFERENCE_DIR
 from .files import file_size_read
-from .models import Figure, NatureKind, Phase
 from . import units
 from .units import GIB_IN_GB, MIB_IN_GB  # noqa: F401  re-exported for the tests and callers
+from .vocab import Figure, NatureKind, Phase
 
 
 # Format names as the tools print them. A name matching none of these ("4-bit", "8 bits", "int4?") is refused:
