@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import config
+from ..vocab import Figure, Phase, values
 
 KINDS = ("machines", "ceiling", "quantization", "versions", "software", "concurrency", "sources", "spread",
          "conformance")
@@ -52,7 +53,7 @@ TIES_TEXT = "Ties go to the fewest users, then the shortest context, then the fi
 FIXED_COLUMNS = ("hardware", "model", "quantization", "software", "software_version", "phase", "prompt_tokens",
                  "generated_tokens", "context_depth", "users", "figure")
 _INT_KEYS = {"prompt_tokens", "generated_tokens", "context_depth", "users"}
-_ENUMS = {"phase": ("generation", "prompt", "end_to_end"), "figure": ("per_user", "aggregate")}
+_ENUMS = {"phase": values(Phase), "figure": values(Figure)}
 
 # Per kind: [fixed] keys that must be given, keys that must not be (they are what the rows or columns vary), and the
 # optional layout keys the kind understands.
