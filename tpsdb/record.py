@@ -12,6 +12,7 @@ import re
 import tomllib
 from dataclasses import dataclass, field
 from functools import lru_cache
+from operator import attrgetter
 from datetime import date, datetime, timezone
 from decimal import Decimal
 from typing import Annotated, Any, Callable
@@ -578,9 +579,14 @@ def _check_name(text: str | None, field: str, reasons: list[str]) -> None:
         reasons.append(Reason.bad(field, f"longer than {MAX_NAME_BYTES} bytes"))
 
 
+_NAMES_OF = attrgetter(*(f"{block}.{attr}" for block, attr in _NAME_FIELDS))  # all five in one call (C)
+_NAME_PATHS = tuple(f"{block}.{attr}" for block, attr in _NAME_FIELDS)
+
+
 def _check_names(r: Record, reasons: list[str]) -> None:
-    for block, attr in _NAME_FIELDS:
-        _check_name(getattr(getattr(r, block), attr), f"{block}.{attr}", reasons)
+    for text, path in zip(_NAMES_OF(r), _NAME_PATHS):
+        if text is not None and not (text.isascii() and text.isprintable() and len(text) <= MAX_NAME_BYTES):
+            _check_name(text, path, reasons)  # the usual case (above) written out: it runs five times per record
     if r.source.via is not None:
         for attr in _VIA_NAME_FIELDS:
             _check_name(getattr(r.source.via, attr), f"source.via.{attr}", reasons)
