@@ -6,7 +6,7 @@ import copy
 
 import pytest
 
-from conftest import VALID_RECORD
+from conftest import ROOT, VALID_RECORD
 from tpsdb import vocab
 from tpsdb.kinds import registry
 from tpsdb.models import Hardware, Measurement, Rejection, Source
@@ -58,3 +58,10 @@ def test_the_datasette_descriptions_name_every_value():
 def test_every_source_kind_is_a_source_type():
     assert set(registry()) <= set(vocab.values(vocab.SourceType))
     assert Source.model_fields["kind"].description == ", ".join(vocab.values(vocab.SourceType))
+
+
+def test_the_record_format_documentation_names_every_value():
+    text = (ROOT / "docs" / "records.md").read_text(encoding="utf-8")
+    for vocabulary in (vocab.Phase, vocab.Figure, vocab.NatureKind):
+        missing = [v for v in vocab.values(vocabulary) if f"`{v}`" not in text]
+        assert not missing, f"docs/records.md does not name {missing}"
