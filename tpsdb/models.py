@@ -11,10 +11,8 @@ from datetime import date, datetime
 from sqlalchemy import BigInteger, CheckConstraint, Column, Index, LargeBinary, Text, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
+# The vocabularies live in tpsdb.vocab: the tables' CHECK constraints are written from them (re-exported here).
 from .vocab import BandwidthKind, Figure, NatureKind, Phase, SourceType, Status, sql_in, values  # noqa: F401
-
-# The vocabularies live in tpsdb.vocab; imported here for the tables' CHECK constraints, and re-exported.
-_in = sql_in
 
 
 class Source(SQLModel, table=True):
@@ -75,7 +73,7 @@ class Hardware(SQLModel, table=True):
 
     __tablename__ = "hardware"
     __table_args__ = (
-        CheckConstraint(f"bandwidth_kind IS NULL OR {_in('bandwidth_kind', BandwidthKind)}",
+        CheckConstraint(f"bandwidth_kind IS NULL OR {sql_in('bandwidth_kind', BandwidthKind)}",
                         name="ck_hardware_bandwidth_kind"),
     )
     id: int | None = Field(default=None, primary_key=True)
@@ -141,10 +139,10 @@ class Measurement(SQLModel, table=True):
 
     __tablename__ = "measurement"
     __table_args__ = (
-        CheckConstraint(_in("phase", Phase), name="ck_measurement_phase"),
-        CheckConstraint(_in("figure", Figure), name="ck_measurement_figure"),
-        CheckConstraint(_in("nature_kind", NatureKind), name="ck_measurement_nature"),
-        CheckConstraint(_in("status", Status), name="ck_measurement_status"),
+        CheckConstraint(sql_in("phase", Phase), name="ck_measurement_phase"),
+        CheckConstraint(sql_in("figure", Figure), name="ck_measurement_figure"),
+        CheckConstraint(sql_in("nature_kind", NatureKind), name="ck_measurement_nature"),
+        CheckConstraint(sql_in("status", Status), name="ck_measurement_status"),
         Index("ix_measurement_table", "model_file_id", "hardware_id", "phase", "users", "status"),
     )
     id: int | None = Field(default=None, primary_key=True)
@@ -192,7 +190,7 @@ class Rejection(SQLModel, table=True):
     """A candidate figure that failed validation, kept as given with its reason codes."""
 
     __tablename__ = "rejection"
-    __table_args__ = (CheckConstraint(_in("status", Status), name="ck_rejection_status"),)
+    __table_args__ = (CheckConstraint(sql_in("status", Status), name="ck_rejection_status"),)
     id: int | None = Field(default=None, primary_key=True)
     candidate_key: str = Field(unique=True, description="sha256 of the candidate as given")
     slot: str | None = None
