@@ -3,12 +3,19 @@ path stores, for accepted and rejected candidates alike."""
 
 import copy
 import json
+import sqlite3
 from datetime import date
 
 import pytest
+from pydantic import BaseModel
+from sqlmodel import Session
 
 from conftest import VALID_RECORD
-from tpsdb.store import _options_json, canonical_json, prepare, prepare_json
+from tpsdb import rowmap
+from tpsdb.db import make_engine
+from tpsdb.models import Hardware, Measurement, Model, ModelFile, Software
+from tpsdb.record import Record, validate
+from tpsdb.store import Store, canonical_json, iter_measurement_records, options_json, prepare, prepare_json
 
 
 def changed(change):
@@ -59,5 +66,81 @@ def test_a_line_that_is_not_json_raises():
 @pytest.mark.parametrize("options", [{}, {"fa": 1}, {"fa": True}, {"fa": 1.0}, {"b": 2, "a": 1}, {"a": 1, "b": 2},
                                      {"x": [1, 2]}, {"x": {"z": 1, "y": 2}}, {"é": "ü"}])
 def test_remembered_option_sets_are_spelled_as_canonical_json(options):
-    assert _options_json(options) == canonical_json(options)
-    assert _options_json(options) == canonical_json(options)  # the second time from memory
+    assert options_json(options) == canonical_json(options)
+    assert options_json(options) == canonical_json(options)  # the second time from memory
+
+
+# ------------------------------------------------------------------------------------- the record <-> row mapping
+# A record stating every field the format has, each with a value no default would give.
+EVERY_FIELD = changed(lambda r: (
+    r["source"].update(author="someone", via={"title": "An article", "publisher": "QDNA",
+                                              "published_at": "2026-08-30", "url": "https://example.org/article"}),
+    r["hardware"].update(memory_bandwidth_gbs=273.0, memory_gb=128.0, gpu_cores=48),
+    r["model"].update(active_params_b=5.13),
+    r["lengths"].update(prompt_tokens=512, context_depth=4096),
+    r["concurrency"].update(users=2, figure="aggregate"),
+    r.update(nature={"kind": "computed", "formula": "bandwidth / bytes per token", "inputs": {"bandwidth_gbs": 273},
+                     "procedure": "llama-bench"}),
+))
+
+
+def _leaf_paths(model: type[BaseModel], prefix: str = "") -> set[str]:
+    paths = set()
+    for name, info in model.model_fields.items():
+        inner = [t for t in getattr(info.annotation, "__args__", (info.annotation,)) if isinstance(t, type)]
+        block = next((t for t in inner if issubclass(t, BaseModel)), None)
+        paths |= _leaf_paths(block, f"{prefix}{name}.") if block else {f"{prefix}{name}"}
+    return paths
+
+
+def _at(record: dict, path: str):
+    for name in path.split("."):
+        record = record[name]
+    return record
+
+
+def test_every_record_field_has_one_column_and_every_column_exists():
+    mapped = [f.path for f in rowmap.ALL]
+    assert sorted(mapped) == sorted(_leaf_paths(Record))  # each once: none missing, none twice
+    tables = {cls.__tablename__: cls for cls in (Measurement, Hardware, Model, ModelFile, Software)}
+    for f in rowmap.ALL:
+        assert f.column in tables[f.table].model_fields, f
+
+
+def _stored(db, candidate: dict) -> tuple[dict, dict]:
+    """The figure's measurement row (by column) and the record export gives back, after a Store.put."""
+    engine = make_engine(f"sqlite:///{db}")
+    with Session(engine) as session:
+        store = Store(session)
+        assert store.put(candidate).outcome == "accepted"
+        store.flush()
+        session.commit()
+    [exported] = iter_measurement_records(engine)
+    with sqlite3.connect(db) as conn:
+        conn.row_factory = sqlite3.Row
+        row = dict(conn.execute("SELECT * FROM measurement").fetchone())
+    engine.dispose()
+    return row, exported
+
+
+def test_every_mapped_field_flows_both_ways(empty_db):
+    """Driven by the mapping: a field added to rowmap is stored in its column and read back by export unchanged."""
+    outcome = validate(EVERY_FIELD)
+    assert outcome.accepted, outcome.reasons
+    given = outcome.record.to_json_dict()
+    row, exported = _stored(empty_db, EVERY_FIELD)
+    for f in rowmap.MEASUREMENT:
+        value = _at(given, f.path)
+        assert value is not None, f"{f.path}: the test record must state it"
+        stored = f.to_row(_at(outcome.record.model_dump(), f.path)) if f.to_row else value
+        assert row[f.column] == stored, f
+    for f in rowmap.ALL:
+        assert _at(exported, f.path) == _at(given, f.path), f.path
+    assert exported == given
+
+
+def test_an_absent_optional_block_reads_back_absent(empty_db):
+    row, exported = _stored(empty_db, VALID_RECORD)
+    assert exported["source"]["via"] is None
+    assert all(row[f.column] is None for f in rowmap.MEASUREMENT if f.path.startswith(rowmap.OPTIONAL + "."))
+    assert exported == validate(VALID_RECORD).record.to_json_dict()

@@ -14,6 +14,7 @@ from sqlmodel import Session
 from .collect.benchfiles import FORMATS, extract_bench_file
 from .collect.extract import PostContext
 from .store import Provenance, Store, archive_snapshot
+from .vocab import SourceType
 
 
 class IngestError(ValueError):
@@ -48,7 +49,7 @@ def ingest_files(session: Session, files: list[Path], *, source_url: str, hardwa
     retrieved = _iso_date(retrieved_at, "--retrieved-at") or now.date().isoformat()
     published = _iso_date(published_at, "--published-at")
     store = Store(session)
-    source = store.source_for(source_url, kind="benchmark_file")
+    source = store.source_for(source_url, kind=SourceType.benchmark_file.value)
     counts: Counter = Counter()
     ctx = PostContext(permalink=source_url, retrieved_at=retrieved, published_at=published, author=None, protocol={})
     for path in files:

@@ -7,36 +7,12 @@ plain strings checked by the validator (and by CHECK constraints), so the SQLite
 from __future__ import annotations
 
 from datetime import date, datetime
-from enum import StrEnum
 
 from sqlalchemy import BigInteger, CheckConstraint, Column, Index, LargeBinary, Text, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
-
-class Phase(StrEnum):
-    generation = "generation"
-    prompt = "prompt"
-    end_to_end = "end_to_end"
-
-
-class Figure(StrEnum):
-    per_user = "per_user"
-    aggregate = "aggregate"
-
-
-class NatureKind(StrEnum):
-    measured = "measured"
-    computed = "computed"
-
-
-class Status(StrEnum):
-    active = "active"
-    superseded = "superseded"
-    withdrawn = "withdrawn"
-
-
-def _in(column: str, enum: type[StrEnum]) -> str:
-    return f"{column} IN ({', '.join(repr(v.value) for v in enum)})"
+# The vocabularies live in tpsdb.vocab: the tables' CHECK constraints are written from them (re-exported here).
+from .vocab import BandwidthKind, Figure, NatureKind, Phase, SourceType, Status, sql_in, values  # noqa: F401
 
 
 class Source(SQLModel, table=True):
@@ -46,7 +22,7 @@ class Source(SQLModel, table=True):
     id: int | None = Field(default=None, primary_key=True)
     url: str = Field(unique=True, description="canonical URL, without fragment")
     key: str | None = Field(default=None, unique=True, description="name of the file in sources/, if any")
-    kind: str = Field(default="web", description="github_discussion, benchmark_file, article, web")
+    kind: str = Field(default=SourceType.web, description=", ".join(values(SourceType)))
     title: str | None = None
     licence: str | None = None
     refresh_interval_hours: float | None = None
@@ -92,21 +68,12 @@ class Post(SQLModel, table=True):
     status: str = Field(default=Status.active, sa_column_kwargs={"server_default": "active"})
 
 
-class BandwidthKind(StrEnum):
-    """Who states a machine's memory bandwidth, in order of preference (a less preferred value never replaces a
-    more preferred one)."""
-
-    vendor = "vendor"  # the maker's own page, read by us
-    relayed = "relayed"  # a publication gives the maker's value and names the maker's document (kept as `via`)
-    stated = "stated"  # a source states it (a thread's post, a benchmark's table), not the maker
-
-
 class Hardware(SQLModel, table=True):
     """A machine or accelerator figures ran on, with its memory bandwidth and the page that states it."""
 
     __tablename__ = "hardware"
     __table_args__ = (
-        CheckConstraint(f"bandwidth_kind IS NULL OR {_in('bandwidth_kind', BandwidthKind)}",
+        CheckConstraint(f"bandwidth_kind IS NULL OR {sql_in('bandwidth_kind', BandwidthKind)}",
                         name="ck_hardware_bandwidth_kind"),
     )
     id: int | None = Field(default=None, primary_key=True)
@@ -172,10 +139,10 @@ class Measurement(SQLModel, table=True):
 
     __tablename__ = "measurement"
     __table_args__ = (
-        CheckConstraint(_in("phase", Phase), name="ck_measurement_phase"),
-        CheckConstraint(_in("figure", Figure), name="ck_measurement_figure"),
-        CheckConstraint(_in("nature_kind", NatureKind), name="ck_measurement_nature"),
-        CheckConstraint(_in("status", Status), name="ck_measurement_status"),
+        CheckConstraint(sql_in("phase", Phase), name="ck_measurement_phase"),
+        CheckConstraint(sql_in("figure", Figure), name="ck_measurement_figure"),
+        CheckConstraint(sql_in("nature_kind", NatureKind), name="ck_measurement_nature"),
+        CheckConstraint(sql_in("status", Status), name="ck_measurement_status"),
         Index("ix_measurement_table", "model_file_id", "hardware_id", "phase", "users", "status"),
     )
     id: int | None = Field(default=None, primary_key=True)
@@ -225,7 +192,7 @@ class Rejection(SQLModel, table=True):
     """A candidate figure that failed validation, kept as given with its reason codes."""
 
     __tablename__ = "rejection"
-    __table_args__ = (CheckConstraint(_in("status", Status), name="ck_rejection_status"),)
+    __table_args__ = (CheckConstraint(sql_in("status", Status), name="ck_rejection_status"),)
     id: int | None = Field(default=None, primary_key=True)
     candidate_key: str = Field(unique=True, description="sha256 of the candidate as given")
     slot: str | None = None

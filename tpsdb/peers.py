@@ -22,6 +22,7 @@ from .history import supersede_relayed
 from .sources import SourceSpec
 from .store import Provenance, Store, source_home
 from .tokatlas import FORMATS, TOKATLAS_VIA, read_tokatlas, relay_context, slots, slotted_candidates
+from .vocab import SourceType
 
 __all__ = ["FORMATS", "TOKATLAS_VIA", "ImportReport", "PeerFileError", "import_tokatlas"]
 
@@ -57,7 +58,7 @@ def import_tokatlas(session: Session, path: Path, specs: dict[str, SourceSpec], 
         for candidate in candidates:
             url = candidate.record["source"]["url"]  # a scoreboard row repeating a comment is the comment's
             home = source_home(url)
-            kind = "github_discussion" if re.search(r"/discussions/\d+$", home) else "web"
+            kind = (SourceType.github_discussion if re.search(r"/discussions/\d+$", home) else SourceType.web).value
             provenance = Provenance(source=store.source_for(home, kind=kind), slot=candidate.slot,
                                     extra_reasons=candidate.reasons)
             report.outcomes[store.put(candidate.record, provenance).outcome] += 1

@@ -12,6 +12,7 @@ import re
 import tomllib
 from dataclasses import dataclass, field
 from functools import lru_cache
+from operator import attrgetter
 from datetime import date, datetime, timezone
 from decimal import Decimal
 from typing import Annotated, Any, Callable
@@ -32,9 +33,9 @@ from .ceiling import (  # noqa: F401  (ModelFacts, Share, read_share, ceiling_to
 )
 from .config import REFERENCE_DIR
 from .files import file_size_read
-from .models import Figure, NatureKind, Phase
 from . import units
 from .units import GIB_IN_GB, MIB_IN_GB  # noqa: F401  re-exported for the tests and callers
+from .vocab import Figure, NatureKind, Phase
 
 
 # Format names as the tools print them. A name matching none of these ("4-bit", "8 bits", "int4?") is refused:
@@ -599,9 +600,14 @@ def _check_name(text: str | None, field: str, reasons: list[str]) -> None:
         reasons.append(Reason.bad(field, f"longer than {MAX_NAME_BYTES} bytes"))
 
 
+_NAMES_OF = attrgetter(*(f"{block}.{attr}" for block, attr in _NAME_FIELDS))  # all five in one call (C)
+_NAME_PATHS = tuple(f"{block}.{attr}" for block, attr in _NAME_FIELDS)
+
+
 def _check_names(r: Record, reasons: list[str]) -> None:
-    for block, attr in _NAME_FIELDS:
-        _check_name(getattr(getattr(r, block), attr), f"{block}.{attr}", reasons)
+    for text, path in zip(_NAMES_OF(r), _NAME_PATHS):
+        if text is not None and not (text.isascii() and text.isprintable() and len(text) <= MAX_NAME_BYTES):
+            _check_name(text, path, reasons)  # the usual case (above) written out: it runs five times per record
     if r.source.via is not None:
         for attr in _VIA_NAME_FIELDS:
             _check_name(getattr(r.source.via, attr), f"source.via.{attr}", reasons)

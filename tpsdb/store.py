@@ -32,16 +32,18 @@ from .record import (
     validate,
     validate_well_formed_json,
 )
+from .rowmap import (  # noqa: F401  (canonical_json, options_json: re-exported)
+    MEASUREMENT_COLUMNS,
+    canonical_json,
+    columns_of,
+    gb_to_bytes,
+    options_json,
+    record_from,
+    refs_of,
+)
 from .units import parse_version  # noqa: F401  (re-exported: callers import it from here)
 
-# One encoder for every call: json.dumps with options builds a new encoder each time, which cost a bulk add ~2 µs
-# per record.
-_CANONICAL = json.JSONEncoder(sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
 _CANONICAL_ASCII = json.JSONEncoder(sort_keys=True, separators=(",", ":"), default=str)
-
-
-def canonical_json(data: Any) -> str:
-    return _CANONICAL.encode(data)
 
 
 def natural_key(data: Any) -> str:
@@ -63,9 +65,6 @@ def source_home(url: str) -> str:
 _NOT_IN_KEY = ("retrieved_at", "quote_header")
 BATCH = 5000
 
-
-def _iso(day: date | None) -> str | None:
-    return day.isoformat() if day else None
 
 ACTIVE = Status.active.value
 
@@ -117,9 +116,8 @@ class Prepared(NamedTuple):
     key: str
     reasons: list[str]  # empty when accepted
     columns: tuple  # the row's own columns, in MEASUREMENT_COLUMNS or REJECTION_COLUMNS order
-    # accepted: what names its hardware, model file and software, as three tuples (one cache key each):
-    # ((hardware, memory_gb, gpu_cores), (model, params_b, active_params_b, file_size_gb, quantization),
-    #  (software, version))
+    # accepted: what names its hardware, model file and software, as three tuples (one cache key each), in the
+    # order of tpsdb.rowmap.REFS
     refs: tuple | None = None
 
 
@@ -146,76 +144,17 @@ def prepare_json(text: str | bytes, *, bandwidth_of=None, model_of=None, today: 
 
 
 def _accepted(r: Record, share: Share | None) -> Prepared:
-    m, h = r.model, r.hardware
-    refs = ((h.name, h.memory_gb, h.gpu_cores), (m.name, m.params_b, m.active_params_b, m.file_size_gb, r.quantization),
-            (r.software.name, r.software.version))
-    columns = (*_measurement_columns(r), share.stored if share is not None else None,
+    columns = (*columns_of(r), share.stored if share is not None else None,
                share.origin if share is not None else None)
-    return Prepared(hashlib.sha256(r.identity()).hexdigest(), [], columns, refs)
+    return Prepared(hashlib.sha256(r.identity()).hexdigest(), [], columns, refs_of(r))
 
 
-# A figure's own columns, in the order of the tuples below (tuples: cheap to pickle and to insert).
-MEASUREMENT_COLUMNS = (
-    "source_url", "software_options", "phase", "prompt_tokens", "generated_tokens", "context_depth", "users",
-    "figure", "nature_kind", "procedure", "formula", "formula_inputs", "tokens_per_second", "stddev",
-    "retrieved_at", "published_at", "author", "quote", "via_title", "via_publisher", "via_url",
-    "via_published_at", "hardware_bandwidth_gbs", "quote_header",
-    # derived, not of the record: the active share read per token and where it comes from (tpsdb.ceiling)
-    "read_share", "read_share_origin",
-)
+# A figure's own columns: tpsdb.rowmap.MEASUREMENT_COLUMNS (record fields, then derived ones).
 REJECTION_COLUMNS = ("source_url", "candidate_json", "reasons", "quote", "tokens_per_second", "quote_header")
 # Columns that the database side adds: identity, references and provenance.
 MEASUREMENT_LINKS = ("figure_key", "slot", "hardware_id", "model_file_id", "software_id", "source_id", "post_id",
                      "snapshot_id", "status", "supersedes_id")
 REJECTION_LINKS = ("candidate_key", "slot", "source_id", "post_id", "snapshot_id", "status")
-
-
-_OPTIONS_JSON: dict[tuple, str] = {}
-
-
-def _options_json(options: dict) -> str:
-    """canonical_json(options), remembered: the figures of a file share a few option sets, and encoding one
-    cost a bulk add 2.7 µs per record against 0.5 µs for the lookup."""
-    try:
-        key = (*options.items(), *map(type, options.values()))  # types: 1, 1.0 and True are equal keys
-        text = _OPTIONS_JSON.get(key)
-    except TypeError:  # a list or a dict among the values
-        return canonical_json(options)
-    if text is None:
-        if len(_OPTIONS_JSON) > 10_000:
-            _OPTIONS_JSON.clear()
-        text = _OPTIONS_JSON[key] = canonical_json(options)
-    return text
-
-
-def _measurement_columns(r: Record) -> tuple:
-    via = r.source.via or None
-    return (
-        r.source.url,
-        _options_json(r.software.options),
-        str(r.phase),
-        r.lengths.prompt_tokens,
-        r.lengths.generated_tokens,
-        r.lengths.context_depth or 0,
-        r.concurrency.users,
-        str(r.concurrency.figure),
-        str(r.nature.kind),
-        r.nature.procedure,
-        r.nature.formula,
-        canonical_json(r.nature.inputs) if r.nature.inputs else None,
-        r.tokens_per_second,
-        r.stddev,
-        r.source.retrieved_at.isoformat(),
-        _iso(r.source.published_at),
-        r.source.author,
-        r.source.quote,
-        via.title if via else None,
-        via.publisher if via else None,
-        via.url if via else None,
-        _iso(via.published_at) if via else None,
-        r.hardware.memory_bandwidth_gbs,
-        r.source.quote_header,
-    )
 
 
 def _rejection_columns(candidate: Any, reasons: list[str]) -> tuple:
@@ -394,7 +333,7 @@ class Store:
         if model.active_params_b is None and active_params_b is not None:
             model.active_params_b = active_params_b
             self._facts_filled.add(name)
-        size_bytes = round(file_size_gb * 1e9)
+        size_bytes = gb_to_bytes(file_size_gb)
         known = (model.id, quantization, size_bytes) in self._files()
         row = self._get_or_create(
             ModelFile, {"model_id": model.id, "quantization": quantization, "size_bytes": size_bytes},
@@ -568,27 +507,8 @@ def _refused(prepared: Prepared, reasons: list[str]) -> Prepared:
 
 def _record_of(prepared: Prepared) -> dict:
     """The record (v1) an accepted Prepared holds, as export would write it."""
-    c = dict(zip(MEASUREMENT_COLUMNS, prepared.columns))
-    (hardware, memory_gb, gpu_cores), (model, params_b, active_params_b, size_gb, quant), (sw, version) = prepared.refs
-    via = {"title": c["via_title"], "publisher": c["via_publisher"], "published_at": c["via_published_at"],
-           "url": c["via_url"]}
-    return Record.model_validate({
-        "source": {"url": c["source_url"], "retrieved_at": c["retrieved_at"], "published_at": c["published_at"],
-                   "author": c["author"], "quote": c["quote"], "quote_header": c["quote_header"],
-                   "via": via if any(via.values()) else None},
-        "hardware": {"name": hardware, "memory_bandwidth_gbs": c["hardware_bandwidth_gbs"], "memory_gb": memory_gb,
-                     "gpu_cores": gpu_cores},
-        "model": {"name": model, "params_b": params_b, "active_params_b": active_params_b, "file_size_gb": size_gb},
-        "quantization": quant,
-        "software": {"name": sw, "version": version, "options": json.loads(c["software_options"])},
-        "lengths": {k: c[k] for k in ("prompt_tokens", "generated_tokens", "context_depth")},
-        "concurrency": {"users": c["users"], "figure": c["figure"]},
-        "nature": {"kind": c["nature_kind"], "procedure": c["procedure"], "formula": c["formula"],
-                   "inputs": json.loads(c["formula_inputs"]) if c["formula_inputs"] else None},
-        "phase": c["phase"],
-        "tokens_per_second": c["tokens_per_second"],
-        "stddev": c["stddev"],
-    }).to_json_dict()
+    columns = dict(zip(MEASUREMENT_COLUMNS, prepared.columns))
+    return Record.model_validate(record_from(columns, prepared.refs)).to_json_dict()
 
 
 # ------------------------------------------------------------------------------------------------- locking
@@ -626,28 +546,11 @@ def lock_for_writing(session: Session, timeout_s: float) -> None:
 
 # --------------------------------------------------------------------------------------------------- export
 def measurement_record(m: Measurement, h: Hardware, f: ModelFile, mo: Model, s: Software) -> dict:
-    """A stored measurement as a record v1, the inverse of Store._measurement."""
-    via = None
-    if any((m.via_title, m.via_publisher, m.via_url, m.via_published_at)):
-        via = {"title": m.via_title, "publisher": m.via_publisher, "published_at": m.via_published_at, "url": m.via_url}
-    fields = {
-        "source": {"url": m.source_url, "retrieved_at": m.retrieved_at, "published_at": m.published_at,
-                   "author": m.author, "quote": m.quote, "quote_header": m.quote_header, "via": via},
-        "hardware": {"name": h.name, "memory_bandwidth_gbs": m.hardware_bandwidth_gbs, "memory_gb": h.memory_gb,
-                     "gpu_cores": h.gpu_cores},
-        "model": {"name": mo.name, "params_b": mo.params_b, "active_params_b": mo.active_params_b,
-                  "file_size_gb": f.size_bytes / 1e9 if f.size_bytes is not None else None},
-        "quantization": f.quantization,
-        "software": {"name": s.name, "version": s.version, "options": json.loads(m.software_options or "{}")},
-        "lengths": {"prompt_tokens": m.prompt_tokens, "generated_tokens": m.generated_tokens,
-                    "context_depth": m.context_depth},
-        "concurrency": {"users": m.users, "figure": m.figure},
-        "nature": {"kind": m.nature_kind, "procedure": m.procedure, "formula": m.formula,
-                   "inputs": json.loads(m.formula_inputs) if m.formula_inputs else None},
-        "phase": m.phase,
-        "tokens_per_second": m.tokens_per_second,
-        "stddev": m.stddev,
-    }
+    """A stored measurement as a record v1, the inverse of Store.put (tpsdb.rowmap)."""
+    columns = {column: getattr(m, column) for column in MEASUREMENT_COLUMNS}
+    fields = record_from(columns, ((h.name, h.memory_gb, h.gpu_cores),
+                                   (mo.name, mo.params_b, mo.active_params_b, f.size_bytes, f.quantization),
+                                   (s.name, s.version)), converted_refs=True)
     try:
         return Record.model_validate(fields).to_json_dict()
     except ValidationError as error:  # a row an older tpsdb let in (an inf speed, D3): no record may carry it

@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from .. import config
+from ..vocab import Figure, Phase, values
 
 PICKS = ("latest", "best", "median")
 
@@ -53,7 +54,7 @@ TIES_TEXT = "Ties go to the fewest users, then the shortest context, then the fi
 FIXED_COLUMNS = ("hardware", "model", "quantization", "software", "software_version", "phase", "prompt_tokens",
                  "generated_tokens", "context_depth", "users", "figure")
 _INT_KEYS = {"prompt_tokens", "generated_tokens", "context_depth", "users"}
-_ENUMS = {"phase": ("generation", "prompt", "end_to_end"), "figure": ("per_user", "aggregate")}
+_ENUMS = {"phase": values(Phase), "figure": values(Figure)}
 
 _COMMON = {"kind", "order", "title", "description", "pick", "pick_reason", "fixed", "name"}
 
