@@ -102,8 +102,13 @@ _DATACENTER_VARIANT = r"(?P<variant>(?:[ -](?:\d+\s?GB|PCIe|SXM\d?|HBM\de?|NVL))
 # (pattern, builder). Order does not matter: overlapping matches are resolved by position, then length.
 _PATTERNS: list[tuple[re.Pattern, Callable[[re.Match], str]]] = [
     (re.compile(r"\b(?:NVIDIA\s+)?(?:DGX\s+Spark|GB10)\b(?:\s*\(GB10\))?", re.I), lambda m: "NVIDIA DGX Spark"),
-    (re.compile(r"\b(?:NVIDIA\s+)?Jetson\s+(?P<model>AGX\s+Orin|Orin\s+NX|Orin\s+Nano|AGX\s+Thor|AGX\s+Xavier|Thor)\b"),
+    # the original Jetson Nano (Tegra X1, 2019) is another board than the Jetson Orin Nano: "Nano" alone is the former
+    (re.compile(r"\b(?:NVIDIA\s+)?Jetson\s+(?P<model>AGX\s+Orin|Orin\s+NX|Orin\s+Nano|AGX\s+Thor|AGX\s+Xavier|"
+                r"Xavier\s+NX|Thor|Nano|TX2|TX1)\b"),
      lambda m: "NVIDIA Jetson " + " ".join(m["model"].split())),
+    # the SoC a Jetson Nano's (or a Switch's) CUDA device line prints ("Device 0: NVIDIA Tegra X1"): the chip, not
+    # a board the text may not name
+    (re.compile(r"\b(?:NVIDIA\s+)?Tegra\s+(?P<model>X1|X2|K1)\b"), lambda m: f"NVIDIA Tegra {m['model']}"),
     (re.compile(r"\b(?:NVIDIA\s+)?RTX\s+PRO\s+(?P<number>\d{4})(?:\s+Blackwell)?(?:\s+(?P<maxq>Max-Q))?", re.I),
      _rtx_pro),
     (re.compile(r"\b(?:NVIDIA\s+)?RTX\s+(?P<model>A\d{4}|\d{4}\s+Ada(?:\s+Generation)?)\b"), _rtx_workstation),
@@ -134,6 +139,7 @@ _M_DIGIT = re.compile(r"M[1-9]").search
 _NEEDS: list[tuple[str, ...] | Callable[[str], object]] = [
     ("dgx", "gb10"),
     ("jetson",),
+    ("tegra",),
     ("rtx",),
     ("rtx",),
     ("rtx", "gtx"),
@@ -147,7 +153,7 @@ _NEEDS: list[tuple[str, ...] | Callable[[str], object]] = [
     lambda text: "Arc" in text,
 ]
 assert len(_NEEDS) == len(_PATTERNS)
-_KINDS = ["soc", "soc"] + ["gpu"] * 6 + ["soc"] + ["gpu"] * 4
+_KINDS = ["soc", "soc", "soc"] + ["gpu"] * 6 + ["soc"] + ["gpu"] * 4
 assert len(_KINDS) == len(_PATTERNS)
 
 
