@@ -595,12 +595,13 @@ class Reading:
         pools = self._pool_cache.get(wanted)
         if pools is None:
             clues = self._of("hardware")
+            stretch, section = self.previous_table, self.section_opened
             if wanted == "cpu":
-                pools = [_MachinePool([c for c in clues if c.value.kind != "gpu"], self.previous_table)]
+                pools = [_MachinePool([c for c in clues if c.value.kind != "gpu"], stretch, section)]
             else:
-                pools = [_MachinePool([c for c in clues if c.value.kind != "cpu"], self.previous_table)]
+                pools = [_MachinePool([c for c in clues if c.value.kind != "cpu"], stretch, section)]
                 if wanted is None:
-                    pools.append(_MachinePool([c for c in clues if c.value.kind == "cpu"], self.previous_table))
+                    pools.append(_MachinePool([c for c in clues if c.value.kind == "cpu"], stretch, section))
             self._pool_cache[wanted] = pools
         return pools
 
@@ -668,7 +669,10 @@ class Reading:
             # a build line belongs to the table it follows or precedes, never to one past another figure table
             # (another run, maybe of another fork); else the post's only build
             k = bisect_right(builds, pos, key=_position)
-            if k < len(builds) and builds[k].pos[0] < self.next_table(pos[0]):
+            # after the table: before the next one and under no heading of its own (a heading starts another
+            # section: "## GPU with a33e6a0" over the log of another run, issue 19)
+            if k < len(builds) and builds[k].pos[0] < self.next_table(pos[0]) \
+                    and self.section_opened(builds[k].pos[0]) == self.section_of(pos[0]):
                 return builds[k].value
             if k and builds[k - 1].pos[0] > self.previous_table(pos[0]):
                 return builds[k - 1].value
@@ -687,8 +691,10 @@ class Reading:
         lo = bisect_right(stated, (self.previous_table(pos[0]), 1 << 30), key=_position)
         mid = bisect_left(stated, pos, key=_position)
         hi = bisect_left(stated, (self.next_table(pos[0]), -1), key=_position)
+        section = self.section_of(pos[0])
         for start, end in ((lo, mid), (mid, hi)):
-            own = {c.value for c in stated[max(start, end - 8):end]}
+            own = {c.value for c in stated[max(start, end - 8):end]
+                   if end == mid or self.section_opened(c.pos[0]) == section}
             if own:
                 return own.pop() if len(own) == 1 and end - start <= 8 else None
         return None
@@ -710,6 +716,10 @@ class Reading:
         if self._headings_before is None:
             self._headings_before = list(accumulate((p.kind == "heading" for p in self.pieces), initial=0))
         return self._headings_before[index]
+
+    def section_opened(self, index: int) -> int:
+        """The section a piece is part of, a heading being part of the section it opens."""
+        return self.section_of(index) + (self.pieces[index].kind == "heading")
 
     def bench_tables_in(self, section: int) -> list[int]:
         """The llama-bench tables of a section (their piece indexes, in order)."""
@@ -784,8 +794,9 @@ class _MachinePool:
     or several names: ambiguous), else the last one named before. Named only after the table, a machine counts
     when the post names no other one (a heading after a table never names it)."""
 
-    def __init__(self, clues: list[Clue], previous_table=lambda index: -1):
+    def __init__(self, clues: list[Clue], previous_table=lambda index: -1, section=lambda index: 0):
         self.stretch_start = lambda pos: previous_table(pos[0])  # the figure table before a clue's piece
+        self.section = section  # the section of a piece (a heading opens one)
         self.devices = [c for c in clues if c.value.source == "device"]
         self.device_pos = [c.pos for c in self.devices]
         self.named = [c for c in clues if c.value.source != "device"]
@@ -849,6 +860,10 @@ class _MachinePool:
             return None, None
         if len(self.names) > 1:
             return None, AMBIGUOUS_HARDWARE.format(", ".join(self.names[:5]))
+        # named only under a later heading: that section's machine, not this table's ("### Jetson Nano" table,
+        # then "### Intel i7-13700T": the i7 never names the table above its heading, issue 19)
+        if self.section(self.named[0].pos[0]) != self.section(pos[0]):
+            return None, None
         return self.named[0].value, None
 
     def _names_between(self, lo: int, last: int) -> list[str]:
