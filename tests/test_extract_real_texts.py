@@ -4,8 +4,12 @@ or missed, each cited by the URL it comes from, each failing without its fix. Ru
 
 from __future__ import annotations
 
+import json
 from datetime import date
 
+import pytest
+
+from tpsdb.collect.benchfiles import extract_bench_file
 from tpsdb.collect.extract import PostContext, extract_text
 from tpsdb.collect.machines import canonical_hardware
 from tpsdb.record import validate
@@ -90,3 +94,93 @@ def test_a_tegra_device_line_names_the_soc():
 def test_a_build_under_a_later_heading_is_not_the_build_of_the_table_above():
     figures = extract_text(BENCHMARK, ctx(KREIER + "llama.cpp/CUDA/benchmark.md"))
     assert [c.record["software"]["version"] for c in figures] == ["b1618 (81bc9214)"] * 4
+
+
+# ----------------------------------------------------------------------------- llama-bench's own result formats
+# llama-bench's README (ikawrakow/ik_llama.cpp examples/llama-bench/README.md at 8337e4cd, as in llama.cpp's of
+# 2023): its CSV and SQL examples hold 27 values for 26 columns (a stray "1" after `blas`). Read by position, the
+# row was the i9-13900K's at 732372 t/s; a row that does not match its header is refused with its line.
+README_CSV = """build_commit,build_number,cuda,metal,gpu_blas,blas,cpu_info,gpu_info,model_filename,model_type,model_size,model_n_params,n_batch,n_threads,f16_kv,n_gpu_layers,main_gpu,mul_mat_q,tensor_split,n_prompt,n_gen,test_time,avg_ns,stddev_ns,avg_ts,stddev_ts
+"3469684","1275","1","0","0","1","1","13th Gen Intel(R) Core(TM) i9-13900K","NVIDIA GeForce RTX 3090 Ti","models/7B/ggml-model-q4_0.gguf","llama 7B mostly Q4_0","3825065984","6738415616","512","16","1","99","0","1","0.00","512","0","2023-09-23T12:09:01Z","212155977","732372","2413.341687","8.305961"
+"""
+README_SQL = """INSERT INTO test (build_commit, build_number, cuda, metal, gpu_blas, blas, cpu_info, gpu_info, model_filename, model_type, model_size, model_n_params, n_batch, n_threads, f16_kv, n_gpu_layers, main_gpu, mul_mat_q, tensor_split, n_prompt, n_gen, test_time, avg_ns, stddev_ns, avg_ts, stddev_ts) VALUES ('3469684', '1275', '1', '0', '0', '1', '1', '13th Gen Intel(R) Core(TM) i9-13900K', 'NVIDIA GeForce RTX 3090 Ti', 'models/7B/ggml-model-q4_0.gguf', 'llama 7B mostly Q4_0', '3825065984', '6738415616', '512', '16', '1', '99', '0', '1', '0.00', '512', '0', '2023-09-23T12:10:30Z', '212693772', '743623', '2407.240204', '8.409634');
+"""
+IK_README = "https://github.com/ikawrakow/ik_llama.cpp/blob/8337e4cd3861406fc04e0854b1409cd1b027fbc9/examples/llama-bench/README.md"
+
+
+@pytest.mark.parametrize(("fmt", "text", "where"), [("csv", README_CSV, "CSV line 2"), ("sql", README_SQL, "line 1")])
+def test_a_result_row_that_does_not_match_its_columns_is_refused(fmt, text, where):
+    with pytest.raises(ValueError, match=f"{where}.*27 values for 26 columns"):
+        extract_bench_file(text.encode(), fmt, ctx(IK_README), None)
+    # aligned, the same row reads as the README's markdown says: the RTX 3090 Ti's 2413 t/s
+    aligned = text.replace('"1","1","13th', '"1","13th').replace("'1', '1', '13th", "'1', '13th")
+    (row,) = extract_bench_file(aligned.encode(), fmt, ctx(IK_README), None)
+    assert row.record["hardware"]["name"] == "NVIDIA GeForce RTX 3090 Ti"
+    assert row.record["tokens_per_second"] == (2413.341687 if fmt == "csv" else 2407.240204)
+
+
+# https://github.com/ggml-org/llama.cpp/pull/12994: llama-bench `-o json` pasted in a post (a CANN run on an Ascend)
+CANN_POST = """Here is a comparison of the results with `-o json`.
+### Before
+```
+[
+  {
+    "build_commit": "12b17501",
+    "build_number": 5145,
+    "cpu_info": "CPU",
+    "gpu_info": "Ascend910B3",
+    "backends": "CANN",
+    "model_filename": "/home/models/qwen2.5:0.5b-instruct-fp16",
+    "model_type": "qwen2 1B F16",
+    "model_size": 988208640,
+    "model_n_params": 494032768,
+    "n_threads": 192,
+    "n_gpu_layers": 32,
+    "split_mode": "layer",
+    "main_gpu": 0,
+    "tensor_split": "0.00",
+    "n_prompt": 0,
+    "n_gen": 128,
+    "avg_ts": 60.984063,
+    "stddev_ts": 0.844204
+  }
+]
+```
+"""
+
+
+def test_llama_bench_json_pasted_in_a_post_is_read_with_its_own_conditions():
+    (row,) = extract_bench_file(CANN_POST.encode(), "md", ctx("https://github.com/ggml-org/llama.cpp/pull/12994"), None)
+    record = row.record
+    assert record["hardware"]["name"] == "Huawei Ascend 910B3"
+    assert record["software"]["version"] == "b5145 (12b17501)" and record["quantization"] == "F16"
+    assert (record["tokens_per_second"], record["lengths"]["generated_tokens"]) == (60.984063, 128)
+    assert accepted(row)
+    # cut short, the object is not read (and nothing else is made of it)
+    assert extract_bench_file(CANN_POST.split('"n_prompt"')[0].encode(), "md", ctx(IK_README), None) == []
+
+
+def test_a_result_rows_devices_are_the_ones_it_used():
+    # The README's JSON row (IK_README), its gpu_info as llama-bench joins two devices; the options are the test's.
+    row = json.loads(README_JSON)
+    row["gpu_info"] = "NVIDIA GeForce RTX 3090 Ti, NVIDIA GeForce RTX 3060"
+
+    def machine(**options):
+        text = json.dumps([{**row, **options}])
+        return extract_bench_file(text.encode(), "json", ctx(IK_README), None)[0].record["hardware"]["name"]
+
+    assert machine() == "NVIDIA GeForce RTX 3090 Ti + NVIDIA GeForce RTX 3060"
+    assert machine(split_mode="none", main_gpu=1) == "NVIDIA GeForce RTX 3060"
+    assert machine(tensor_split="1.00/0.00") == "NVIDIA GeForce RTX 3090 Ti"
+    assert machine(devices="CUDA1") == "NVIDIA GeForce RTX 3060"
+    assert machine(devices="CUDA2") is None  # a device gpu_info does not list: unknown, never guessed
+    # a CPU build's row (no gpu_info) is the processor's that cpu_info names
+    assert machine(gpu_info="", backends="CPU") == "Intel Core i9-13900K"
+
+
+README_JSON = """{
+    "build_commit": "3469684", "build_number": 1275, "cpu_info": "13th Gen Intel(R) Core(TM) i9-13900K",
+    "gpu_info": "NVIDIA GeForce RTX 3090 Ti", "model_filename": "models/7B/ggml-model-q4_0.gguf",
+    "model_type": "llama 7B mostly Q4_0", "model_size": 3825065984, "model_n_params": 6738415616, "n_batch": 512,
+    "n_threads": 16, "n_gpu_layers": 99, "main_gpu": 0, "tensor_split": "0.00", "n_prompt": 512, "n_gen": 0,
+    "avg_ts": 2410.974041, "stddev_ts": 11.163766}"""

@@ -128,6 +128,8 @@ _PATTERNS: list[tuple[re.Pattern, Callable[[re.Match], str]]] = [
     (re.compile(r"\bRX\s*(?P<number>\d{3,4})(?:\s+(?P<suffix>XTX|XT|GRE)\b)?"),
      lambda m: f"AMD Radeon RX {m['number']}" + (f" {m['suffix']}" if m["suffix"] else "")),
     (re.compile(r"\b(?:Intel\s+)?Arc\s+(?P<model>A\d{3}M?|B\d{3}|140V|130V)\b"), lambda m: f"Intel Arc {m['model']}"),
+    # Huawei's NPUs as llama.cpp's CANN backend prints them ("gpu_info": "Ascend910B3"): one maker's parts only
+    (re.compile(r"\b(?:Huawei\s+)?Ascend\s*+(?P<model>9[1-9]0[A-Z]?\d?|310[A-Z]?)\b"), lambda m: f"Huawei Ascend {m['model']}"),
 ]
 
 _MULTI = re.compile(r"^\s*(?P<count>\d{1,2})\s*[x×]\s*(?P<rest>.+)$")
@@ -151,9 +153,10 @@ _NEEDS: list[tuple[str, ...] | Callable[[str], object]] = [
     ("radeon",),
     lambda text: "RX" in text,
     lambda text: "Arc" in text,
+    ("ascend",),
 ]
 assert len(_NEEDS) == len(_PATTERNS)
-_KINDS = ["soc", "soc", "soc"] + ["gpu"] * 6 + ["soc"] + ["gpu"] * 4
+_KINDS = ["soc", "soc", "soc"] + ["gpu"] * 6 + ["soc"] + ["gpu"] * 5
 assert len(_KINDS) == len(_PATTERNS)
 
 
