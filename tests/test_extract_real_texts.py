@@ -184,3 +184,76 @@ README_JSON = """{
     "model_type": "llama 7B mostly Q4_0", "model_size": 3825065984, "model_n_params": 6738415616, "n_batch": 512,
     "n_threads": 16, "n_gpu_layers": 99, "main_gpu": 0, "tensor_split": "0.00", "n_prompt": 512, "n_gen": 0,
     "avg_ts": 2410.974041, "stddev_ts": 11.163766}"""
+
+
+# ----------------------------------------------------------------------------- whole threads as one text
+# ikawrakow/ik_llama.cpp's own dump of discussion 164 (github-data/discussions/164 - Latest CPU performance
+# comparison with llama.cpp.md, https://github.com/ikawrakow/ik_llama.cpp/discussions/164): one table, a Zen4 row
+# (the Ryzen-7950X) and an ARM_NEON row (the M2-Max). Both rows were stored as "Apple M2" (the "-Max" dropped), at
+# the "build 4404 for llama.cpp" of a reply under the next heading.
+DISCUSSION_164 = """* Using `llama.cpp` build `14b699ec (4384)` (latest as of December 23 2024)
+* `AVX2/Zen4` performance is on a Ryzen-7950X, `ARM` is on `M2-Max`
+
+### Prompt processing (prefill) champion
+
+| model                          |       size |     params | backend    | threads |          test |              t/s |
+| ------------------------------ | ---------: | ---------: | ---------- | ------: | ------------: | ---------------: |
+| llama 8B Q8_K_R8               |   7.56 GiB |     8.03 B | Zen4        |      16 |         pp512 |    370.11 ± 0.58 |
+ llama 8B Q8_K_R8               |   7.56 GiB |     8.03 B | ARM_NEON      |   8 |         pp512 |    170.68 ± 0.56 |
+
+#### 🗣️ Discussion
+
+👤 **saood06** replied the **2025-01-10** at **23:34:54**:<br>
+
+I ran some benchmarks on an AVX2 machine (Xeon E5-2683 v4, 32 core, quad channel broadwell) on an IQ4_XS of Midnight Miqu 70B v1.5 via batched bench, build 4404 for llama.cpp. No runtime repacking for ik_llama.cpp.
+"""
+
+
+def test_a_hyphenated_tier_is_kept_and_a_table_of_two_named_cpus_names_neither():
+    assert canonical_hardware("M2-Max") == "Apple M2 Max"
+    assert canonical_hardware("Ryzen-7950X") == "AMD Ryzen 7950X"  # as printed: no tier word added
+    zen4, neon = extract_text(DISCUSSION_164, ctx("https://github.com/ikawrakow/ik_llama.cpp/discussions/164"))
+    for row in (zen4, neon):
+        assert row.record["hardware"]["name"] is None
+        assert any("ambiguous" in reason for reason in row.reasons)
+        assert row.record["software"]["version"] != "b4404"  # a reply's build under a later heading
+        assert not accepted(row)
+
+
+# The same dump of issue 380 (https://github.com/ikawrakow/ik_llama.cpp/issues/380): an ik_llama.cpp server's
+# timings, then mainline's server with its "build: 5273", then a reply's sweep-bench table on a Ryzen-7950X. The
+# mainline build was stored for all three runs, and the reply's Ryzen for the first run (named in a later reply).
+ISSUE_380 = """```
+./llama-server.exe -t 7 -c 4096 -m F:\\llm\\Qwen3-30B-A3B-Q5_K_M.gguf
+```
+
+```
+INFO [           print_timings] prompt eval time     =    1253.52 ms /    50 tokens (   25.07 ms per token,    39.89 tokens per second)
+INFO [           print_timings] generation eval time =   10483.45 ms /   120 runs   (   87.36 ms per token,    11.45 tokens per second)
+```
+
+```
+PS C:\\neuro\\llama-avx2> ./llama-server.exe -t 8 -c 4096 -m F:\\llm\\Qwen3-30B-A3B-Q5_K_M.gguf
+build: 5273 (8ae5ebcf) with MSVC 19.43.34808.0 for x64
+slot print_timing: id  0 | task 0 |
+prompt eval time =     713.89 ms /    20 tokens (   35.69 ms per token,    28.02 tokens per second)
+       eval time =    3163.91 ms /    48 tokens (   65.91 ms per token,    15.17 tokens per second)
+```
+
+You didn't say what your CPU was, so here another reference point from me on a more recent CPU (Ryzen-7950X). Again using 8 threads to be comparable to yours, same command as above:
+
+|    PP |     TG |   N_KV |   T_PP s | S_PP t/s |   T_TG s | S_TG t/s |
+|-------|--------|--------|----------|----------|----------|----------|
+|   512 |    128 |      0 |    1.874 |   273.19 |    5.253 |    24.37 |
+"""
+
+
+def test_a_build_and_a_machine_belong_to_their_own_runs_block():
+    figures = {c.record["tokens_per_second"]: c.record
+               for c in extract_text(ISSUE_380, ctx("https://github.com/ikawrakow/ik_llama.cpp/issues/380"))}
+    first, mainline, sweep = figures[39.89], figures[28.02], figures[273.19]
+    assert mainline["software"]["version"] == "b5273 (8ae5ebcf)"  # its own block's build line
+    assert first["software"]["version"] is None  # printed after its figures: a later run's
+    assert sweep["software"]["version"] is None  # printed before another run's figures: that run's
+    assert first["hardware"]["name"] is None  # named in a later reply, after other runs
+    assert sweep["hardware"]["name"] == "AMD Ryzen 7950X"  # named in the table's own block

@@ -120,14 +120,19 @@ _PATTERNS: list[tuple[re.Pattern, Callable[[re.Match], str]]] = [
     (re.compile(r"\b(?:NVIDIA|Tesla)\s+(?P<model>L40|L4|A40|A30|A10G|A10|T4|P40|P100)\b" + _DATACENTER_VARIANT),
      _datacenter),
     (re.compile(r"\b(?:NVIDIA\s+)?CMP\s+(?P<model>\d{2,3}HX)\b"), lambda m: f"NVIDIA CMP {m['model']}"),
+    # "M2-Max" is an M2 Max: the hyphen joins the tier, it does not drop it
     (re.compile(r"(?:\b(?P<cores_before>\d{1,2})[- ]core\s+(?:GPU\s+)?)?\b(?:Apple\s+)?M(?P<gen>[1-9])"
-                r"(?:\s+(?P<tier>Pro|Max|Ultra))?\b(?!\s*(?:SSD|\.2))" + _CORES_AFTER), _apple),
+                r"(?:(?:\s+|-)(?P<tier>Pro|Max|Ultra))?\b(?!\s*(?:SSD|\.2))" + _CORES_AFTER), _apple),
     (re.compile(r"\b(?:AMD\s+)?(?:Instinct\s+)?(?P<model>MI\d{2,3}[XAH]?)\b"), lambda m: f"AMD Instinct {m['model']}"),
     (re.compile(r"\b(?:AMD\s+)?Radeon\s+(?:(?P<line>RX|Pro)\s+)?(?P<number>W?\d{3,4}[A-Z]{0,2})\b"
                 r"(?:\s+(?P<suffix>XTX|XT|GRE)\b)?", re.I), _radeon),
     (re.compile(r"\bRX\s*(?P<number>\d{3,4})(?:\s+(?P<suffix>XTX|XT|GRE)\b)?"),
      lambda m: f"AMD Radeon RX {m['number']}" + (f" {m['suffix']}" if m["suffix"] else "")),
     (re.compile(r"\b(?:Intel\s+)?Arc\s+(?P<model>A\d{3}M?|B\d{3}|140V|130V)\b"), lambda m: f"Intel Arc {m['model']}"),
+    # a Ryzen named by its number alone ("Ryzen-7950X", "Ryzen 5950X"): named as printed, no tier word added (the
+    # tier is not a rule of the number: a 3970X is a Threadripper)
+    (re.compile(r"\b(?:AMD\s+)?Ryzen[- ](?P<number>[1-9]\d{3}(?:X3D|[A-Z]{0,2}))\b"),
+     lambda m: f"AMD Ryzen {m['number']}"),
     # Huawei's NPUs as llama.cpp's CANN backend prints them ("gpu_info": "Ascend910B3"): one maker's parts only
     (re.compile(r"\b(?:Huawei\s+)?Ascend\s*+(?P<model>9[1-9]0[A-Z]?\d?|310[A-Z]?)\b"), lambda m: f"Huawei Ascend {m['model']}"),
 ]
@@ -153,10 +158,11 @@ _NEEDS: list[tuple[str, ...] | Callable[[str], object]] = [
     ("radeon",),
     lambda text: "RX" in text,
     lambda text: "Arc" in text,
+    ("ryzen",),
     ("ascend",),
 ]
 assert len(_NEEDS) == len(_PATTERNS)
-_KINDS = ["soc", "soc", "soc"] + ["gpu"] * 6 + ["soc"] + ["gpu"] * 5
+_KINDS = ["soc", "soc", "soc"] + ["gpu"] * 6 + ["soc"] + ["gpu"] * 4 + ["cpu", "gpu"]
 assert len(_KINDS) == len(_PATTERNS)
 
 
