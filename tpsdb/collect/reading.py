@@ -410,7 +410,9 @@ UNNAMED_DEVICES = "hardware.name: the run's devices ({}) are not all named"
 UNCHOSEN_DEVICES = "hardware.name: which of the listed devices ({}) the run used is unknown"
 CPU_ONLY = "the run found no GPU (CPU only)"
 # The backends of a llama-bench row that run on the host processor: such a row's machine is the CPU the post names.
-_CPU_BACKENDS = {"cpu", "blas", "cpu,blas", "blas,cpu", "openblas", "cpu, blas", "accelerate"}
+_CPU_BACKENDS = {"cpu", "blas", "cpu,blas", "blas,cpu", "openblas", "cpu, blas", "accelerate",
+                 # the instruction sets ik_llama.cpp's tables print in the backend column: the host processor
+                 "avx2", "avx512", "zen4", "neon", "arm_neon"}
 
 
 def _text_lines(piece: Piece, kind: str | None) -> list[str]:
@@ -680,12 +682,12 @@ class Reading:
                 # the post's only build, unless the post shows the output of two forks (whose builds differ)
                 forks = {c.value for c in self._of("fork")}
                 self._build_versions = len({c.value for c in builds}) if len(forks) < 2 else 0
-            return builds[0].value if self._build_versions == 1 else None
+            return builds[0].value if self._build_versions == 1 and self._not_later(builds[0], pos) else None
         stated = self._of("stated_version")
         if self._stated_versions is None:
             self._stated_versions = len({c.value for c in stated})
         if self._stated_versions == 1:
-            return stated[0].value
+            return stated[0].value if self._not_later(stated[0], pos) else None
         # several versions stated: the one stated since the previous figure table (one only), else the one stated
         # after the table before the next; else which one ran is unknown
         lo = bisect_right(stated, (self.previous_table(pos[0]), 1 << 30), key=_position)
@@ -698,6 +700,12 @@ class Reading:
             if own:
                 return own.pop() if len(own) == 1 and end - start <= 8 else None
         return None
+
+    def _not_later(self, first: Clue, pos: Position) -> bool:
+        """Whether the first of a text's clues may speak for the table at `pos`: printed before it, or in its
+        section; a build printed only under a later heading is that section's ("#### Discussion", a reply's
+        "build 4404 for llama.cpp" under an ik_llama.cpp table)."""
+        return first.pos < pos or self.section_opened(first.pos[0]) == self.section_of(pos[0])
 
     def command_at(self, pos: Position, tool: str) -> str | None:
         commands = self._commands.get(tool)
@@ -863,6 +871,10 @@ class _MachinePool:
         # named only under a later heading: that section's machine, not this table's ("### Jetson Nano" table,
         # then "### Intel i7-13700T": the i7 never names the table above its heading, issue 19)
         if self.section(self.named[0].pos[0]) != self.section(pos[0]):
+            return None, None
+        # and only before the next figure (a table's trailing text, never a later run's or a later reply's: "You
+        # didn't say what your CPU was, so here another reference point from me ... (Ryzen-7950X)")
+        if self.named[0].pos >= until:
             return None, None
         return self.named[0].value, None
 
