@@ -226,6 +226,7 @@ class _Post:
         self._only_command: dict[str, object] = {}
         self._only_facts: dict[str, str | None] = {}
         self._serving_last: Position = (-1, -1)  # the last figure of the serving summary read before
+        self.run_timings: list[Position] = []  # where llama.cpp runs printed their timings (llama_logs)
 
     def add(self, quote: str, pos: Position, slot: str, *, software: str | None, version: str | None, model: dict,
             quantization: str | None, lengths: tuple, users: int | None, figure: str, command: str | None,
@@ -248,11 +249,6 @@ class _Post:
     def version(self, software: str, pos: Position) -> str | None:
         found = _nearest(self.clues.versions.get(software, []), pos)
         return found[1] if found else None
-
-    def gguf_model(self, pos: Position, command: str | None) -> tuple[dict, str | None]:
-        """The model of a llama.cpp run whose output is the table at `pos` (sweep-bench): its loader lines before
-        it since the previous figure table, else its command's model file."""
-        return self.run_model((self.reading.previous_table(pos[0]), 1 << 30), pos, command)
 
     def run_model(self, since: Position, pos: Position, command: str | None) -> tuple[dict, str | None]:
         """The model of the run whose block is (since, pos): its loader lines, else its command's `-m`. A run's
@@ -306,7 +302,13 @@ class _Post:
             if found:
                 return found
         if builds:
-            return builds[0][1] if len({b for _, b in builds}) == 1 else None
+            # the post's only build, when printed before the run's figures and no other run printed its timings in
+            # between: a build after them opens a later run's block, a build before another run's timings is that
+            # run's (issue 19: mainline's "build: 5273" under an ik_llama.cpp server's and sweep-bench's figures)
+            at = builds[0][0]
+            k = bisect_right(self.run_timings, at)
+            other_run = k < len(self.run_timings) and self.run_timings[k] < pos
+            return builds[0][1] if len({b for _, b in builds}) == 1 and at < pos and not other_run else None
         return self.reading.version_at(pos)
 
     # ------------------------------------------------------------------------------------------ readers
@@ -320,6 +322,7 @@ class _Post:
             if timing:
                 server = server_at is not None and server_at[0] == pos[0] and 0 <= pos[1] - server_at[1] <= 2
                 timings.append((pos, line, timing, server))
+                self.run_timings.append(pos)
         count = 0
         since: Position = (-1, -1)  # where the current run's block starts: after the previous run's timings
         group_start, group_prompt = 0, None
@@ -362,9 +365,15 @@ class _Post:
                 continue
             column = {name: k for k, name in enumerate(names)}
             pos = (i, 0)
-            tool, command = self.run_command("sweep", (self.reading.previous_table(i), 1 << 30), pos)
-            model, quant = self.gguf_model(pos, command)
-            version = self.llama_version(pos, (self.reading.previous_table(i), 1 << 30))
+            # the table's block: since the previous figure table, or since the run that printed its timings last
+            # (its build and model are that run's, issue 19)
+            block: Position = (self.reading.previous_table(i), 1 << 30)
+            k = bisect_left(self.run_timings, pos)
+            if k and self.run_timings[k - 1] > block:
+                block = self.run_timings[k - 1]
+            tool, command = self.run_command("sweep", block, pos)
+            model, quant = self.run_model(block, pos, command)
+            version = self.llama_version(pos, block)
             software = self.reading.software_at(pos, IK_LLAMA_CPP)
             for r, (row, quote) in enumerate(zip(table.rows, table.quotes)):
                 cells = [row[column[n]] if column[n] < len(row) else "" for n in ("pp", "tg", "n_kv")]
