@@ -17,7 +17,7 @@ from tpsdb.record import validate
 KREIER = "https://github.com/kreier/jetson/blob/fd9602445dc0b2997da5bda731e69a886b59d3ce/"
 
 
-def ctx(url: str) -> PostContext:
+def ctx(url: str = "https://github.com/example/example/issues/1") -> PostContext:
     return PostContext(url, "2026-12-01", "2025-04-01", None, {})
 
 
@@ -257,3 +257,108 @@ def test_a_build_and_a_machine_belong_to_their_own_runs_block():
     assert sweep["software"]["version"] is None  # printed before another run's figures: that run's
     assert first["hardware"]["name"] is None  # named in a later reply, after other runs
     assert sweep["hardware"]["name"] == "AMD Ryzen 7950X"  # named in the table's own block
+
+
+# ik_llama.cpp's dump of issue 539 (github-data/issues/539 - Bug_ garbage output.md,
+# https://github.com/ikawrakow/ik_llama.cpp/issues/539):
+# a user's CPU table on an ARM server; far down the thread the maintainer names the machines *he* tests on. The
+# table was stored as "Apple M2" (named only in that later reply).
+ARM_SERVER = """ik_llama.cpp:
+| model                          |       size |     params | backend    | threads | type_k | type_v | fa | mla |   amb | rtr | fmoe |          test |              t/s |
+| ------------------------------ | ---------: | ---------: | ---------- | ------: | -----: | -----: | -: | --: | ----: | --: | ---: | ------------: | ---------------: |
+| deepseek2 671B Q4_K_R4         | 413.14 GiB |   672.05 B | CPU        |      64 |   q8_0 |   q8_0 |  1 |   3 |  2048 |   1 |    1 |         pp512 |     70.30 ± 0.08 |
+
+---
+
+👤 **jagusztinl** commented the **2025-06-20** at **14:04:07**:<br>
+
+Fixed:  build with -DGGML_SVE=ON solved it
+
+---
+
+👤 **jagusztinl** commented the **2025-06-20** at **14:06:39**:<br>
+
+But not faster for any model than the current llama.cpp build on ARM CPU
+
+---
+
+👤 **ikawrakow** commented the **2025-06-21** at **09:22:44**:<br>
+
+I'm open to working on optimizing this project for SVE, but it is a hobby project of mine without commercial backing, so I develop/test on the CPU platforms I have access to (`AVX2`, `Zen4`, `ARM_NEON` on an M2-Max CPU).
+"""
+
+
+def test_a_machine_named_far_down_a_thread_never_names_a_table_above():
+    (row,) = extract_text(ARM_SERVER, ctx("https://github.com/ikawrakow/ik_llama.cpp/issues/539"))
+    assert row.record["hardware"]["name"] is None
+    # right under the table, the same words name it
+    (own,) = extract_text(ARM_SERVER.split("\n---\n")[0] + "That was on my M2-Max.\n", ctx())
+    assert own.record["hardware"]["name"] == "Apple M2 Max"
+
+
+# ik_llama.cpp's dump of PR 287 (https://github.com/ikawrakow/ik_llama.cpp/pull/287): the PR names the author's
+# "Ryzen-7950X test system"; a reply posts a GPU log and table, another a CPU table of a 6980P rig it never names
+# as a Xeon. The CPU rows were stored as the Ryzen's.
+PR_287 = """On my Ryzen-7950X test system I'm maxing out the available memory bandwidth, so there cannot be much impact from this change.
+
+Device 0: NVIDIA RTX A6000, compute capability 8.6, VMM: yes
+
+| model                          |       size |     params | backend    | ngl | type_k | fa | mla |   amb | fmoe |          test |              t/s |
+| ------------------------------ | ---------: | ---------: | ---------- | --: | -----: | -: | --: | ----: | ---: | ------------: | ---------------: |
+| deepseek2 671B IQ2_K_R4 - 2.375 bpw | 226.00 GiB |   672.05 B | CUDA       |  63 |   q8_0 |  1 |   2 |   512 |    1 |         pp512 |    105.92 ± 0.50 |
+
+It is complex, basically this PR is  7~12% better for pp and ~5% better for tg *only* when the number of threads is dialed in.
+
+| model                          |       size |     params | backend    | threads | type_k | fa | mla |   amb | mmap | fmoe |          test |              t/s |
+| ------------------------------ | ---------: | ---------: | ---------- | ------: | -----: | -: | --: | ----: | ---: | ---: | ------------: | ---------------: |
+| deepseek2 671B Q4_K_R4         | 376.65 GiB |   671.03 B | CPU        |      32 |   q8_0 |  1 |   3 |  1024 |    0 |    1 |         pp512 |     56.67 ± 3.68 |
+"""
+
+
+def test_a_cpu_named_before_other_runs_logs_does_not_name_a_later_cpu_table():
+    gpu, cpu = extract_text(PR_287, ctx("https://github.com/ikawrakow/ik_llama.cpp/pull/287"))
+    assert gpu.record["hardware"]["name"] == "NVIDIA RTX A6000"
+    assert cpu.record["hardware"]["name"] is None
+    # with no other run's log in between, the CPU the post names is the CPU table's
+    (alone,) = extract_text(PR_287.split("Device 0")[0] + PR_287.split("dialed in.")[1], ctx())
+    assert alone.record["hardware"]["name"] == "AMD Ryzen 7950X"
+
+
+# ik_llama.cpp's dump of discussion 357 (https://github.com/ikawrakow/ik_llama.cpp/discussions/357): two sweep-bench
+# runs, each after its own log; the second log's file line wraps (".gguf (version ..." on the next line), so only
+# its ftype/params/size are read. The second table was stored as the first run's mix-IQ3_K at the Q8_0's size.
+DISCUSSION_357 = """```
+  Device 0: NVIDIA GeForce RTX 3090 Ti, compute capability 8.6, VMM: yes
+llama_model_loader: loaded meta data with 40 key-value pairs and 1131 tensors from /mnt/ai/models/ubergarm/Qwen3-235B-A22B-GGUF/Qwen3-235B-A22B-mix-IQ3_K-00001-of-00003.gguf (version GGUF V3 (latest))
+llm_load_print_meta: model ftype      = IQ3_K - 3.4325 bpw
+llm_load_print_meta: model params     = 235.094 B
+llm_load_print_meta: model size       = 106.830 GiB (3.903 BPW)
+```
+
+|    PP |     TG |   N_KV |   T_PP s | S_PP t/s |   T_TG s | S_TG t/s |
+|-------|--------|--------|----------|----------|----------|----------|
+|   512 |    128 |      0 |    4.165 |   122.94 |   11.925 |    10.73 |
+
+```
+  Device 0: NVIDIA RTX A6000, compute capability 8.6, VMM: yes
+llama_model_loader: loaded meta data with 33 key-value pairs and 1131 tensors from /mnt/raid/models/ubergarm/Qwen3-235B-A22B-GGUF/Qwen3-235B-A22B-Q8_0
+.gguf (version GGUF V3 (latest))
+llm_load_print_meta: model ftype      = Q8_0
+llm_load_print_meta: model params     = 235.094 B
+llm_load_print_meta: model size       = 232.769 GiB (8.505 BPW)
+```
+
+|    PP |     TG |   N_KV |   T_PP s | S_PP t/s |   T_TG s | S_TG t/s |
+|-------|--------|--------|----------|----------|----------|----------|
+|   512 |    128 |      0 |    3.115 |   164.36 |   11.715 |    10.93 |
+"""
+
+
+def test_a_sweep_table_takes_its_own_runs_model_never_an_earlier_runs():
+    figures = {c.record["tokens_per_second"]: c.record for c in
+               extract_text(DISCUSSION_357, ctx("https://github.com/ikawrakow/ik_llama.cpp/discussions/357"))}
+    first, second = figures[122.94], figures[164.36]
+    assert (first["model"]["name"], first["quantization"]) == ("Qwen3-235B-A22B-mix-IQ3_K", "IQ3_K")
+    assert second["model"]["name"] is None  # its file line is not read: unnamed, never the first run's file
+    assert (second["quantization"], second["model"]["file_size_gb"]) == ("Q8_0", 249.93)
+    assert second["hardware"]["name"] == "NVIDIA RTX A6000"

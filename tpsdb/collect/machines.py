@@ -131,7 +131,7 @@ _PATTERNS: list[tuple[re.Pattern, Callable[[re.Match], str]]] = [
     (re.compile(r"\b(?:Intel\s+)?Arc\s+(?P<model>A\d{3}M?|B\d{3}|140V|130V)\b"), lambda m: f"Intel Arc {m['model']}"),
     # a Ryzen named by its number alone ("Ryzen-7950X", "Ryzen 5950X"): named as printed, no tier word added (the
     # tier is not a rule of the number: a 3970X is a Threadripper)
-    (re.compile(r"\b(?:AMD\s+)?Ryzen[- ](?P<number>[1-9]\d{3}(?:X3D|[A-Z]{0,2}))\b"),
+    (re.compile(r"\b(?:AMD\s+)?Ryzen[- ](?P<number>[1-9]\d{3}(?:X3D|XT|HX|HS|GE|[XGHUF])?)\b"),
      lambda m: f"AMD Ryzen {m['number']}"),
     # Huawei's NPUs as llama.cpp's CANN backend prints them ("gpu_info": "Ascend910B3"): one maker's parts only
     (re.compile(r"\b(?:Huawei\s+)?Ascend\s*+(?P<model>9[1-9]0[A-Z]?\d?|310[A-Z]?)\b"), lambda m: f"Huawei Ascend {m['model']}"),
