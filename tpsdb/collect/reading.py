@@ -12,7 +12,7 @@ import re
 from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cached_property, partial
 from itertools import accumulate
 
 from lxml import etree
@@ -406,6 +406,9 @@ class Machine:
 
 
 AMBIGUOUS_HARDWARE = "hardware.name: ambiguous ({})"
+# how far after a table a machine named only there may be: the pieces after it (its footer, the words under it) and
+# their first lines
+_TRAILING_PIECES, _TRAILING_LINES = 2, 10
 UNNAMED_DEVICES = "hardware.name: the run's devices ({}) are not all named"
 UNCHOSEN_DEVICES = "hardware.name: which of the listed devices ({}) the run used is unknown"
 CPU_ONLY = "the run found no GPU (CPU only)"
@@ -598,12 +601,14 @@ class Reading:
         if pools is None:
             clues = self._of("hardware")
             stretch, section = self.previous_table, self.section_opened
+            lists = [c.pos for c in clues if c.value.source == "device"]
+            pool = partial(_MachinePool, previous_table=stretch, section=section, device_lists=lists)
             if wanted == "cpu":
-                pools = [_MachinePool([c for c in clues if c.value.kind != "gpu"], stretch, section)]
+                pools = [pool([c for c in clues if c.value.kind != "gpu"])]
             else:
-                pools = [_MachinePool([c for c in clues if c.value.kind != "cpu"], stretch, section)]
+                pools = [pool([c for c in clues if c.value.kind != "cpu"])]
                 if wanted is None:
-                    pools.append(_MachinePool([c for c in clues if c.value.kind == "cpu"], stretch, section))
+                    pools.append(pool([c for c in clues if c.value.kind == "cpu"]))
             self._pool_cache[wanted] = pools
         return pools
 
@@ -802,9 +807,11 @@ class _MachinePool:
     or several names: ambiguous), else the last one named before. Named only after the table, a machine counts
     when the post names no other one (a heading after a table never names it)."""
 
-    def __init__(self, clues: list[Clue], previous_table=lambda index: -1, section=lambda index: 0):
+    def __init__(self, clues: list[Clue], previous_table=lambda index: -1, section=lambda index: 0,
+                 device_lists: Sequence[Position] = ()):
         self.stretch_start = lambda pos: previous_table(pos[0])  # the figure table before a clue's piece
         self.section = section  # the section of a piece (a heading opens one)
+        self.device_lists = device_lists  # where the post prints a device list, of any kind (another run's log)
         self.devices = [c for c in clues if c.value.source == "device"]
         self.device_pos = [c.pos for c in self.devices]
         self.named = [c for c in clues if c.value.source != "device"]
@@ -852,6 +859,12 @@ class _MachinePool:
         if k:
             return self.devices[k - 1].value, None
         if h:
+            # a run's log printed since that naming (its devices another machine's, maybe of a CPU-backend row's
+            # other host) makes it stale: "On my Ryzen-7950X test system" in a PR's description names none of the
+            # CPU tables the replies post after their own GPU logs (issue 19)
+            d = bisect_right(self.device_lists, self.named_pos[last])
+            if d < len(self.device_lists) and self.device_lists[d] < pos:
+                return None, None
             # the machines named together before an earlier table: one name, or ambiguous (as for that table)
             start = bisect_right(self.named_pos, (self.stretch_start(self.named_pos[last]), 1 << 30))
             if self.other_before[last] >= start:
@@ -874,7 +887,12 @@ class _MachinePool:
             return None, None
         # and only before the next figure (a table's trailing text, never a later run's or a later reply's: "You
         # didn't say what your CPU was, so here another reference point from me ... (Ryzen-7950X)")
-        if self.named[0].pos >= until:
+        first = self.named[0].pos
+        if first >= until:
+            return None, None
+        # and in the table's trailing words ("That was an RTX 4090."), not further down a thread pasted whole (a
+        # later reply's "ARM_NEON on an M2-Max CPU" under another user's CPU table, issue 19)
+        if first[0] > pos[0] + _TRAILING_PIECES or first[1] >= _TRAILING_LINES:
             return None, None
         return self.named[0].value, None
 
