@@ -255,8 +255,11 @@ class _Post:
         model facts come from its own block only (D5: a second, trimmed log must not take the first log's model or
         parameters); a block that names no model file at all takes the post's, when the post names exactly one."""
         path = _within(self.clues.loader.get("file", []), since, pos) or _arg(command, "-m", "--model")
-        if path:
-            facts = {key: _within(self.clues.loader.get(key, []), since, pos) for key in ("ftype", "params", "size")}
+        own = {key: _within(self.clues.loader.get(key, []), since, pos) for key in ("ftype", "params", "size")}
+        if path or any(own.values()):
+            # a block with loader lines of its own is its own model's, even when its file line is not read (a
+            # path wrapped over two lines): never the post's other file (issue 19, a Q8_0 run named mix-IQ3_K)
+            facts = own
         else:
             path = self.only_model_file()
             facts = {key: self.only_loader_fact(key) if path else None for key in ("ftype", "params", "size")}
@@ -355,6 +358,7 @@ class _Post:
 
     def sweep_tables(self) -> None:
         t = -1
+        previous_sweep = -1  # the sweep-bench table before: another run's (its loader lines are not this one's)
         for i, piece in enumerate(self.reading.pieces):
             if piece.kind != "table":
                 continue
@@ -367,7 +371,8 @@ class _Post:
             pos = (i, 0)
             # the table's block: since the previous figure table, or since the run that printed its timings last
             # (its build and model are that run's, issue 19)
-            block: Position = (self.reading.previous_table(i), 1 << 30)
+            block: Position = (max(self.reading.previous_table(i), previous_sweep), 1 << 30)
+            previous_sweep = i
             k = bisect_left(self.run_timings, pos)
             if k and self.run_timings[k - 1] > block:
                 block = self.run_timings[k - 1]
