@@ -362,3 +362,24 @@ def test_a_sweep_table_takes_its_own_runs_model_never_an_earlier_runs():
     assert second["model"]["name"] is None  # its file line is not read: unnamed, never the first run's file
     assert (second["quantization"], second["model"]["file_size_gb"]) == ("Q8_0", 249.93)
     assert second["hardware"]["name"] == "NVIDIA RTX A6000"
+
+
+def test_a_shell_variable_names_no_model_file():
+    # discussion 357 again: the Q8_0 run's command passes the file as a shell variable
+    command = """```
+model=/mnt/raid/models/ubergarm/Qwen3-235B-A22B-GGUF/Qwen3-235B-A22B-Q8_0.gguf
+
+# Offload 48GB onto single RTX A6000 VRAM
+CUDA_VISIBLE_DEVICES="0" \\
+./build/bin/llama-sweep-bench \\
+  --model "$model" \\
+  -fa \\
+  -c 32768 \\
+  -ngl 99 \\
+  --threads 24
+```
+"""
+    second = DISCUSSION_357.split("|   512 |    128 |      0 |    4.165 |   122.94 |   11.925 |    10.73 |")[1]
+    figures = extract_text(command + second, ctx("https://github.com/ikawrakow/ik_llama.cpp/discussions/357"))
+    assert figures and all(c.record["model"]["name"] is None for c in figures)  # was "$model"
+    assert all(c.record["nature"]["procedure"].startswith("llama-sweep-bench") for c in figures)
