@@ -195,6 +195,12 @@ def _int_arg(command: str | None, *names: str) -> int | None:
     return int(value) if value and value.isdecimal() and len(value) < 19 else None
 
 
+def _model_arg(command: str | None) -> str | None:
+    """The model file a command's -m names; a shell variable ("$model", "${MODEL}", "%MODEL%") names none."""
+    path = _arg(command, "-m", "--model")
+    return None if path is None or path.lstrip("\"'").startswith(("$", "%")) else path
+
+
 def quant_in_name(name: str | None) -> str | None:
     """A quantization the model's name states ("Qwen3-8B-Q4_K_M.gguf", "Llama-3.2-3B-Instruct-4bit", "-AWQ")."""
     if not name:
@@ -254,7 +260,7 @@ class _Post:
         """The model of the run whose block is (since, pos): its loader lines, else its command's `-m`. A run's
         model facts come from its own block only (D5: a second, trimmed log must not take the first log's model or
         parameters); a block that names no model file at all takes the post's, when the post names exactly one."""
-        path = _within(self.clues.loader.get("file", []), since, pos) or _arg(command, "-m", "--model")
+        path = _within(self.clues.loader.get("file", []), since, pos) or _model_arg(command)
         own = {key: _within(self.clues.loader.get(key, []), since, pos) for key in ("ftype", "params", "size")}
         if path or any(own.values()):
             # a block with loader lines of its own is its own model's, even when its file line is not read (a
@@ -279,7 +285,7 @@ class _Post:
         """The one model file the whole post names (loader lines and the llama.cpp commands' -m), else None."""
         if self._only_file is _UNSET:
             paths = [p for _, p in self.clues.loader.get("file", [])]
-            paths += [a for _, _, c in self.clues.commands.get("llama", []) if (a := _arg(c, "-m", "--model"))]
+            paths += [a for _, _, c in self.clues.commands.get("llama", []) if (a := _model_arg(c))]
             stems = {_file_stem(p) for p in paths}
             self._only_file = paths[0] if len(stems) == 1 else None
         return self._only_file
