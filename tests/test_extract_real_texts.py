@@ -383,3 +383,29 @@ CUDA_VISIBLE_DEVICES="0" \\
     figures = extract_text(command + second, ctx("https://github.com/ikawrakow/ik_llama.cpp/discussions/357"))
     assert figures and all(c.record["model"]["name"] is None for c in figures)  # was "$model"
     assert all(c.record["nature"]["procedure"].startswith("llama-sweep-bench") for c in figures)
+
+
+# ik_llama.cpp's dump of PR 132 (https://github.com/ikawrakow/ik_llama.cpp/pull/132): each table after a sentence
+# naming its machine and build. The M2-Max table took the build of the sentence after it (the next table's intro),
+# as "Apple M2"; a sentence naming a build is no footer.
+PR_132 = """Hahaha - here is what we get on my M2-Max (`build: 7736837d (4274)`)
+
+| model                          |       size |     params | backend    | threads |          test |                  t/s |
+| ------------------------------ | ---------: | ---------: | ---------- | ------: | ------------: | -------------------: |
+| llama 8B Q5_K - Small          |   5.21 GiB |     8.03 B | CPU        |       8 |         pp512 |         27.69 ± 0.09 |
+
+The performance gap in prompt processing for `Q5_K` has now grown to 3.5X, and it is ~30% slower for TG with 2 threads.
+
+Here is what I get on my Ryzen-7950X (`build: 26a8406b (4295)`)
+
+| model                          |       size |     params | backend    | threads |          test |                  t/s |
+| ------------------------------ | ---------: | ---------: | ---------- | ------: | ------------: | -------------------: |
+| llama 8B Q5_K - Small          |   5.21 GiB |     8.03 B | CPU        |      16 |         pp512 |         75.88 ± 0.26 |
+"""
+
+
+def test_a_sentence_naming_a_build_after_a_table_introduces_the_next_one():
+    m2, ryzen = extract_text(PR_132, ctx("https://github.com/ikawrakow/ik_llama.cpp/pull/132"))
+    assert (m2.record["hardware"]["name"], m2.record["software"]["version"]) == ("Apple M2 Max", "b4274 (7736837d)")
+    assert (ryzen.record["hardware"]["name"], ryzen.record["software"]["version"]) == ("AMD Ryzen 7950X", "b4295 (26a8406b)")
+    assert accepted(m2) and accepted(ryzen)
