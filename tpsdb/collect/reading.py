@@ -427,13 +427,20 @@ def _text_lines(piece: Piece, kind: str | None) -> list[str]:
     return [piece.table.header_quote] + piece.table.quotes
 
 
+def _footer(line: str) -> bool:
+    """Whether a build line is llama-bench's footer ("build: 3bdc4cd0 (7739)" on a line of its own), not a build a
+    sentence names ("Here is what I get on my Ryzen-7950X (`build: 26a8406b (4295)`)", the next table's)."""
+    return line.strip().strip("`*_ ").lower().startswith("build")
+
+
 def read_clues(pieces: list[Piece], kinds: list[str | None]) -> list[Clue]:
     clues: list[Clue] = []
     for i, (piece, kind) in enumerate(zip(pieces, kinds)):
         if kind is not None:
             # GitHub's Markdown makes a line right after a table (llama-bench's "build:" footer) a row of it
-            clues += [Clue((i, j + 1), "version", version) for j, quote in enumerate(piece.table.quotes)
-                      if "build" in quote and (version := lb.parse_build(quote))]
+            footers = [Clue((i, j + 1), "version", version) for j, quote in enumerate(piece.table.quotes)
+                       if "build" in quote and (version := lb.parse_build(quote))]
+            clues += footers + [Clue(c.pos, "footer", c.value) for c in footers]
         lines = _text_lines(piece, kind)
         if not lines:
             continue
@@ -476,6 +483,8 @@ def read_clues(pieces: list[Piece], kinds: list[str | None]) -> list[Clue]:
             version = lb.parse_build(line) if builds else None
             if version:
                 clues.append(Clue((i, j), "version", version))
+                if _footer(line):
+                    clues.append(Clue((i, j), "footer", version))
             else:
                 for version in (lb.parse_stated_versions(line, heading) if stated else ()):
                     clues.append(Clue((i, j), "stated_version", version))
@@ -676,10 +685,12 @@ class Reading:
             # a build line belongs to the table it follows or precedes, never to one past another figure table
             # (another run, maybe of another fork); else the post's only build
             k = bisect_right(builds, pos, key=_position)
-            # after the table: before the next one and under no heading of its own (a heading starts another
-            # section: "## GPU with a33e6a0" over the log of another run, issue 19)
+            # after the table: its footer, before the next one and under no heading of its own (a heading starts
+            # another section: "## GPU with a33e6a0" over the log of another run; a sentence naming a build after
+            # the table introduces the next one, issue 19)
             if k < len(builds) and builds[k].pos[0] < self.next_table(pos[0]) \
-                    and self.section_opened(builds[k].pos[0]) == self.section_of(pos[0]):
+                    and self.section_opened(builds[k].pos[0]) == self.section_of(pos[0]) \
+                    and self._is_footer(builds[k].pos):
                 return builds[k].value
             if k and builds[k - 1].pos[0] > self.previous_table(pos[0]):
                 return builds[k - 1].value
@@ -705,6 +716,11 @@ class Reading:
             if own:
                 return own.pop() if len(own) == 1 and end - start <= 8 else None
         return None
+
+    def _is_footer(self, at: Position) -> bool:
+        footers = self._of("footer")
+        k = bisect_left(footers, at, key=_position)
+        return k < len(footers) and footers[k].pos == at
 
     def _not_later(self, first: Clue, pos: Position) -> bool:
         """Whether the first of a text's clues may speak for the table at `pos`: printed before it, or in its
