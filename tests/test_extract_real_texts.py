@@ -409,3 +409,33 @@ def test_a_sentence_naming_a_build_after_a_table_introduces_the_next_one():
     assert (m2.record["hardware"]["name"], m2.record["software"]["version"]) == ("Apple M2 Max", "b4274 (7736837d)")
     assert (ryzen.record["hardware"]["name"], ryzen.record["software"]["version"]) == ("AMD Ryzen 7950X", "b4295 (26a8406b)")
     assert accepted(m2) and accepted(ryzen)
+
+
+# ik_llama.cpp's dump of issue 514 (https://github.com/ikawrakow/ik_llama.cpp/issues/514): a user compares with
+# mainline, running ./llama.cpp/llama-cli; posted in ik_llama.cpp's repository, the run was stored as ik_llama.cpp's.
+ISSUE_514 = """```
+(base) mukul@jarvis:~/dev-ai$ ./llama.cpp/llama-cli \\
+    --model /media/mukul/data/models/unsloth/Qwen3-30B-A3B-GGUF/Q4_K_M/Qwen3-30B-A3B-Q4_K_M.gguf \\
+    --threads 32 \\
+    --n-gpu-layers 99 \\
+    -no-cnv
+ggml_cuda_init: found 2 CUDA devices:
+  Device 0: NVIDIA GeForce RTX 4090, compute capability 8.9, VMM: yes
+  Device 1: NVIDIA GeForce RTX 5090, compute capability 12.0, VMM: yes
+build: 5622 (97340b4c) with cc (Ubuntu 13.3.0-6ubuntu2~24.04) 13.3.0 for x86_64-linux-gnu
+llama_perf_context_print: prompt eval time =     149.75 ms /    14 tokens (   10.70 ms per token,    93.49 tokens per second)
+```
+"""
+
+
+def test_a_run_of_another_llama_cpp_tree_in_ik_llama_cpps_repository_is_no_ones_guess():
+    (run,) = extract_text(ISSUE_514, ctx("https://github.com/ikawrakow/ik_llama.cpp/issues/514"))
+    assert run.record["software"]["name"] is None
+    assert any("not ik_llama.cpp's" in reason for reason in run.reasons) and not accepted(run)
+    # run from ik_llama.cpp's tree, the repository's fork it is
+    (ik,) = extract_text(ISSUE_514.replace("~/dev-ai$ ./llama.cpp/", "~/dev-ai/ik_llama.cpp$ ./build/bin/"),
+                         ctx("https://github.com/ikawrakow/ik_llama.cpp/issues/514"))
+    assert ik.record["software"]["name"] == "ik_llama.cpp"
+    # posted elsewhere, the tool's own
+    (mainline,) = extract_text(ISSUE_514, ctx("https://github.com/ggml-org/llama.cpp/issues/1"))
+    assert mainline.record["software"]["name"] == "llama.cpp"
