@@ -195,6 +195,12 @@ def _int_arg(command: str | None, *names: str) -> int | None:
     return int(value) if value and value.isdecimal() and len(value) < 19 else None
 
 
+# a path into a directory named llama.cpp (mainline's clone) from which a llama.cpp tool runs
+_OTHER_TREE = re.compile(r"(?<![\w.-])llama\.cpp[/\\](?:[\w.-]{1,40}[/\\]){0,3}llama-[a-z-]{2,20}")
+OTHER_TREE = ("software.name: the run's command runs {} (a llama.cpp tree, not ik_llama.cpp's): which fork printed "
+              "it is unknown")
+
+
 def _model_arg(command: str | None) -> str | None:
     """The model file a command's -m names; a shell variable ("$model", "${MODEL}", "%MODEL%") names none."""
     path = _arg(command, "-m", "--model")
@@ -356,11 +362,36 @@ class _Post:
             else:
                 # generation follows the run's own prompt (its prompt line in the same timings), at that depth
                 lengths = (0, timing.tokens, None if server else group_prompt)
-            self.add(line.strip(), pos, f"log{count}:{timing.phase}", software=self.reading.software_at(pos),
+            software: str | None = self.reading.software_at(pos)
+            at = _within(self.clues.commands.get("llama", []), since, first, whole=True)
+            if software == IK_LLAMA_CPP and at and (tree := self._mainline_tree((at[0][0], at[0][1] - 1), first)):
+                # a post of ik_llama.cpp's repository running a binary of another llama.cpp tree (a comparison
+                # with mainline): which fork printed it is not the repository's to say (issue 19)
+                software = None
+                reasons = reasons + [OTHER_TREE.format(tree)]
+            self.add(line.strip(), pos, f"log{count}:{timing.phase}", software=software,
                      version=self.llama_version(first, since), model=model, quantization=quant, lengths=lengths,
                      users=1, figure="per_user", command=command, tool=tool or "llama.cpp", phase=timing.phase,
                      value=timing.tokens_per_second, reasons=reasons, since=since)
             count += 1
+
+    def _mainline_tree(self, since: Position, until: Position) -> str | None:
+        """The path of a llama.cpp tree other than ik_llama.cpp's that the run's command runs from ("./llama.cpp/
+        llama-cli", "~/dev-ai/llama.cpp/build/bin/..."), read from its command (a joined command's line number is
+        at most its first line's) to its figures, when those lines name no ik_llama.cpp tree."""
+        found = None
+        for i in range(max(since[0], 0), until[0] + 1):
+            piece = self.reading.pieces[i]
+            if piece.kind != "text":
+                continue
+            lo = since[1] + 1 if i == since[0] else 0
+            hi = until[1] if i == until[0] else len(piece.lines)
+            for line in piece.lines[lo:hi]:
+                if "ik_llama" in line:
+                    return None
+                if found is None and "llama-" in line and (match := _OTHER_TREE.search(line)):
+                    found = match[0]
+        return found
 
     def sweep_tables(self) -> None:
         t = -1
