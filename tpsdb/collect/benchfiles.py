@@ -368,7 +368,7 @@ def _even(lengths) -> int | None:
 
 
 def _serving_candidates(result: dict, text: str, ctx: PostContext, hardware: str | None) -> list[Candidate]:
-    from tpsdb.collect.timings import quant_in_name  # the one reader of a quantization in a model's name
+    from tpsdb.collect.tools import quant_in_name  # the one reader of a quantization in a model's name
 
     backend = str(result.get("backend") or "")
     key = backend.lower().split("-")[0]

@@ -1,7 +1,7 @@
 """A post read for its figures: the pieces in reading order, the clues around the tables, and what a figure is
 made into (PostContext, Candidate, Reading, new_record, the numbers no column holds).
 
-This is the floor under the readers: `extract` (the tables llama.cpp's tools print) and `timings` (the speeds other
+This is the floor under the readers: `extract` (the tables llama.cpp's tools print) and `tools` (the speeds other
 tools print) both take a Reading and return Candidates, and `extract` runs both, so neither reader imports the other
 (issue 17: no import circle). Pure: no network, no database. `extract` re-exports these names for its callers.
 """
