@@ -228,7 +228,7 @@ def test_ik_llama_cpp_quant_types_are_named_formats():
 
 
 def test_unsloth_dynamic_labels_are_named_formats():
-    from tpsdb.collect.timings import quant_in_name
+    from tpsdb.collect.tools import quant_in_name
     from tpsdb.record import named_quantization
 
     # file names as Unsloth publishes them (https://huggingface.co/unsloth/Qwen3-0.6B-GGUF: "UD-Q4_K_XL")

@@ -215,8 +215,13 @@ NO_FOOTER = table(build="")
 def test_the_one_version_a_post_states_applies_to_its_tables(stated, version):
     before = one(f"{RTX}{stated}\n\n{NO_FOOTER}")
     after = one(f"{RTX}{NO_FOOTER}\n{stated}\n")
-    assert before.record["software"]["version"] == after.record["software"]["version"] == version
-    assert accepted(before) and accepted(after)
+    assert before.record["software"]["version"] == version and accepted(before)
+    if stated.startswith("#"):
+        # a heading after the table opens the next section: its version is that section's (issue 19, the
+        # "## GPU with a33e6a0" of kreier/jetson, tests/test_extract_real_texts.py)
+        assert after.record["software"]["version"] is None
+    else:
+        assert after.record["software"]["version"] == version and accepted(after)
 
 
 def test_several_versions_stated_each_table_takes_the_nearest_before():

@@ -15,8 +15,8 @@ from conftest import ROOT
 
 PACKAGE = ROOT / "tpsdb"
 
-# None left: the last one (collect/extract <-> collect/timings, review 2026-12-01 §2) was cut when the post's
-# Reading and Candidate moved one floor down, to collect/reading.py, which both readers import.
+# None left: the last one (collect/extract <-> collect/timings, now collect/tools; review 2026-12-01 §2) was cut
+# when the post's Reading and Candidate moved one floor down, to collect/reading.py, which both readers import.
 ALLOWED_CIRCLES: list[set[str]] = []
 
 ENGINE = "tpsdb.refresh"

@@ -1,5 +1,5 @@
 """`tpsdb ingest`: benchmark output files into the database, raw file archived first: llama-bench and
-llama-batched-bench (tables or -o json/jsonl/csv/sql), and as text the outputs tpsdb.collect.timings reads
+llama-batched-bench (tables or -o json/jsonl/csv/sql), and as text the outputs tpsdb.collect.tools reads
 (llama.cpp run logs, llama-sweep-bench, ollama --verbose, mlx_lm.generate, vLLM/SGLang serving summaries)."""
 
 from __future__ import annotations

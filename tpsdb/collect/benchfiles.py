@@ -21,10 +21,10 @@ from tpsdb.collect import llamabench as lb
 from tpsdb.collect.extract import (
     Candidate, PostContext, extract_text, model_name, new_record, refuse_unstorable_numbers,
 )
-from tpsdb.collect.machines import canonical_hardware, devices_hardware
+from tpsdb.collect.machines import canonical_hardware, devices_hardware, hardware_mentions, select_devices
 from tpsdb.units import params_b_from_count
 
-__all__ = ["extract_bench_file", "rows_from_text"]
+__all__ = ["embedded_rows", "extract_bench_file", "rows_from_text"]
 
 FORMATS = ("json", "jsonl", "csv", "sql", "md", "txt")
 LLAMA_CPP = "llama.cpp"  # the software of every llama-bench result file
@@ -48,7 +48,9 @@ def extract_bench_file(path_or_bytes, fmt: str | None, ctx: PostContext, hardwar
     if serving is not None:
         return _serving_candidates(serving, text, ctx, hardware)
     if fmt in ("md", "markdown", "txt", "text"):
-        candidates = extract_text(text, ctx)
+        # a post or a log holds tables and run logs, and may hold llama-bench's own -o json/jsonl/csv/sql output
+        candidates = extract_text(text, ctx) + [
+            _candidate(row, quote, i, ctx, None, slot=f"embedded{i}") for i, (row, quote) in enumerate(embedded_rows(text))]
         if hardware:
             for candidate in candidates:
                 candidate.record["hardware"]["name"] = hardware
@@ -115,12 +117,21 @@ def _jsonl_rows(text: str) -> list[tuple[dict, str]]:
     return rows
 
 
+MISALIGNED = "{}: {} values for {} columns (a row that does not match its header is not read: which value is whose is unknown)"
+
+
 def _csv_rows(text: str) -> list[tuple[dict, str]]:
-    lines = [line for line in text.splitlines() if line.strip()]
+    lines = [(n, line) for n, line in enumerate(text.splitlines(), 1) if line.strip()]
     if not lines:
         return []
-    header = next(csv.reader([lines[0]]))
-    return [(dict(zip(header, next(csv.reader([line])))), line) for line in lines[1:]]
+    header = next(csv.reader([lines[0][1]]))
+    rows = []
+    for n, line in lines[1:]:
+        values = next(csv.reader([line]))
+        if len(values) != len(header):  # llama-bench's own README once showed such rows: every field shifted
+            raise ValueError(MISALIGNED.format(f"CSV line {n}", len(values), len(header)))
+        rows.append((dict(zip(header, values)), line))
+    return rows
 
 
 # A column list holds no parenthesis: a try from each "INSERT INTO t (" reads no further than the next one.
@@ -135,6 +146,9 @@ def _sql_rows(text: str) -> list[tuple[dict, str]]:
             continue
         values, end = _sql_values(text, match.end())
         columns = [c.strip().strip('"`') for c in match["columns"].split(",")]
+        if len(values) != len(columns):
+            line = text.count("\n", 0, match.start()) + 1
+            raise ValueError(MISALIGNED.format(f"line {line}: INSERT", len(values), len(columns)))
         statement_end = text.find(";", end)
         rows.append((dict(zip(columns, values)), text[match.start(): statement_end + 1 if statement_end >= 0 else end]))
     return rows
@@ -177,6 +191,45 @@ def _sql_values(text: str, position: int) -> tuple[list, int]:
             position += len(word)
 
 
+# llama-bench's JSON objects begin with build_commit (test::get_fields()); each object is read from its own start
+# to the next one's at most, so that a pasted object cut short costs its own length, not the rest of the text.
+_JSON_OBJECT = re.compile(r'\{\s*+"build_commit"\s*+:')
+_CSV_HEADER = re.compile(r'^\s*+"?build_commit"?\s*+,', re.M)
+
+
+def embedded_rows(text: str) -> list[tuple[dict, str]]:
+    """llama-bench result rows pasted into a post or printed into a log (-o json, jsonl, csv or sql output among
+    other text): each with its own text (the quote). Rows cut short or broken are left out."""
+    rows: list[tuple[dict, str]] = []
+    if '"avg_ts"' in text:
+        decoder = json.JSONDecoder()
+        starts = [m.start() for m in _JSON_OBJECT.finditer(text)] + [len(text)]
+        for start, stop in zip(starts, starts[1:]):
+            try:
+                obj, end = decoder.raw_decode(text[start:stop])
+            except ValueError:
+                continue
+            if isinstance(obj, dict) and "avg_ts" in obj:
+                rows.append((obj, text[start:start + end]))
+    if "avg_ts" in text and "build_commit" in text:
+        for match in _CSV_HEADER.finditer(text):
+            lines = []
+            for line in text[match.start():].splitlines():
+                if not line.strip() or line.lstrip().startswith(("```", "~~~")):
+                    break
+                lines.append(line)
+            try:
+                rows += [(row, quote) for row, quote in _csv_rows("\n".join(lines)) if row.get("avg_ts")]
+            except ValueError:
+                continue  # a row that does not match its header: the block is not read
+    if "INSERT INTO" in text.upper():
+        try:
+            rows += [(row, quote) for row, quote in _sql_rows(text) if row.get("avg_ts")]
+        except ValueError:
+            pass  # a statement cut short or not matching its columns: its rows are not read
+    return rows
+
+
 # ------------------------------------------------------------------------------------------------- records
 def _number(value) -> float | None:
     try:
@@ -208,11 +261,24 @@ def _params_b(n_params) -> float | None:
     return params_b_from_count(n)
 
 
-def _hardware(row: dict, stated: str | None) -> str | None:
+_CPU_BACKENDS = {"cpu", "blas", "cpu,blas", "blas,cpu", "accelerate"}
+
+
+def _hardware(row: dict, stated: str | None, options: dict) -> str | None:
+    """The machine of a row: the one the caller states; else the devices of gpu_info the row used (its devices,
+    tensor_split and split_mode choose among them, as machines.select_devices reads llama-bench's options), or,
+    for a run no GPU took part in (a CPU build, devices "none"), the processor cpu_info names."""
     if stated:
         return stated
     gpus = [g.strip() for g in str(row.get("gpu_info") or "").split(",") if g.strip()]
-    return devices_hardware(gpus) if gpus else None
+    backends = str(row.get("backends") or "").replace(" ", "").lower()
+    if str(options.get("dev", "")).lower() == "none" or (not gpus and backends in _CPU_BACKENDS):
+        cpu = str(row.get("cpu_info") or "")
+        return next((m.name for m in hardware_mentions(cpu) if m.kind != "gpu"), None)
+    if not gpus:
+        return None
+    chosen = select_devices([(k, name, False) for k, name in enumerate(gpus)], options)
+    return devices_hardware([name for _, name, _ in chosen]) if chosen else None
 
 
 OPTION_FIELDS = {"backends", "n_gpu_layers", "n_threads", "n_batch", "n_ubatch", "type_k", "type_v", "flash_attn",
@@ -235,7 +301,8 @@ def _options(row: dict, reasons: list[str]) -> dict:
     return options
 
 
-def _candidate(row: dict, quote: str, index: int, ctx: PostContext, hardware: str | None) -> Candidate:
+def _candidate(row: dict, quote: str, index: int, ctx: PostContext, hardware: str | None,
+               slot: str | None = None) -> Candidate:
     reasons: list[str] = []
     n_prompt, n_gen, depth = (_count(row, name, f"lengths.{field}", reasons) for name, field in
                               (("n_prompt", "prompt_tokens"), ("n_gen", "generated_tokens"),
@@ -247,14 +314,15 @@ def _candidate(row: dict, quote: str, index: int, ctx: PostContext, hardware: st
     size = _number(row.get("model_size"))
 
     files = [str(row["model_filename"])] if row.get("model_filename") else []
+    options = _options(row, reasons)
     record = new_record(
-        ctx, quote, hardware=_hardware(row, hardware),
+        ctx, quote, hardware=_hardware(row, hardware, options),
         model={"name": model_name(label, params_b, ctx.protocol or {}, files), "params_b": params_b,
                "file_size_gb": round(size / 1e9, 2) if size else None},
         quantization=quant, software=LLAMA_CPP, version=lb.format_version(build, row.get("build_commit")),
-        options=_options(row, reasons), lengths=(n_prompt, n_gen, depth), users=1, figure="per_user",
+        options=options, lengths=(n_prompt, n_gen, depth), users=1, figure="per_user",
         procedure=lb.LLAMA_BENCH, phase=phase, value=_number(row.get("avg_ts")), stddev=_number(row.get("stddev_ts")))
-    candidate = Candidate(record, f"row{index}:{phase or 'unknown'}", reasons)
+    candidate = Candidate(record, f"{slot or f'row{index}'}:{phase or 'unknown'}", reasons)
     refuse_unstorable_numbers(candidate)  # avg_ts "inf", stddev_ts "nan", model_size 1e999
     return candidate
 
@@ -300,7 +368,7 @@ def _even(lengths) -> int | None:
 
 
 def _serving_candidates(result: dict, text: str, ctx: PostContext, hardware: str | None) -> list[Candidate]:
-    from tpsdb.collect.timings import quant_in_name  # the one reader of a quantization in a model's name
+    from tpsdb.collect.tools import quant_in_name  # the one reader of a quantization in a model's name
 
     backend = str(result.get("backend") or "")
     key = backend.lower().split("-")[0]

@@ -20,7 +20,7 @@ model in the same section of the post.
 A figure whose hardware or version the post does not give is still returned, with that field None: the validator
 rejects it with its reason. Figures that are not measurements with known conditions (compare tables, hand-made
 summaries) are returned with a `reasons` entry, so that nothing is silently dropped. The speeds other tools print
-(run logs, llama-sweep-bench, ollama, mlx-lm, vLLM/SGLang serving summaries) are read by `timings`.
+(run logs, llama-sweep-bench, ollama, mlx-lm, vLLM/SGLang serving summaries) are read by the modules of `tools`.
 The post's pieces, clues, Reading and Candidate live one floor down, in `reading`, which both readers share.
 """
 

@@ -103,8 +103,13 @@ _DATACENTER_VARIANT = r"(?P<variant>(?:[ -](?:\d+\s?GB|PCIe|SXM\d?|HBM\de?|NVL))
 # (pattern, builder). Order does not matter: overlapping matches are resolved by position, then length.
 _PATTERNS: list[tuple[re.Pattern, Callable[[re.Match], str]]] = [
     (re.compile(r"\b(?:NVIDIA\s+)?(?:DGX\s+Spark|GB10)\b(?:\s*\(GB10\))?", re.I), lambda m: "NVIDIA DGX Spark"),
-    (re.compile(r"\b(?:NVIDIA\s+)?Jetson\s+(?P<model>AGX\s+Orin|Orin\s+NX|Orin\s+Nano|AGX\s+Thor|AGX\s+Xavier|Thor)\b"),
+    # the original Jetson Nano (Tegra X1, 2019) is another board than the Jetson Orin Nano: "Nano" alone is the former
+    (re.compile(r"\b(?:NVIDIA\s+)?Jetson\s+(?P<model>AGX\s+Orin|Orin\s+NX|Orin\s+Nano|AGX\s+Thor|AGX\s+Xavier|"
+                r"Xavier\s+NX|Thor|Nano|TX2|TX1)\b"),
      lambda m: "NVIDIA Jetson " + " ".join(m["model"].split())),
+    # the SoC a Jetson Nano's (or a Switch's) CUDA device line prints ("Device 0: NVIDIA Tegra X1"): the chip, not
+    # a board the text may not name
+    (re.compile(r"\b(?:NVIDIA\s+)?Tegra\s+(?P<model>X1|X2|K1)\b"), lambda m: f"NVIDIA Tegra {m['model']}"),
     (re.compile(r"\b(?:NVIDIA\s+)?RTX\s+PRO\s+(?P<number>\d{4})(?:\s+Blackwell)?(?:\s+(?P<maxq>Max-Q))?", re.I),
      _rtx_pro),
     (re.compile(r"\b(?:NVIDIA\s+)?RTX\s+(?P<model>A\d{4}|\d{4}\s+Ada(?:\s+Generation)?)\b"), _rtx_workstation),
@@ -116,14 +121,21 @@ _PATTERNS: list[tuple[re.Pattern, Callable[[re.Match], str]]] = [
     (re.compile(r"\b(?:NVIDIA|Tesla)\s+(?P<model>L40|L4|A40|A30|A10G|A10|T4|P40|P100)\b" + _DATACENTER_VARIANT),
      _datacenter),
     (re.compile(r"\b(?:NVIDIA\s+)?CMP\s+(?P<model>\d{2,3}HX)\b"), lambda m: f"NVIDIA CMP {m['model']}"),
+    # "M2-Max" is an M2 Max: the hyphen joins the tier, it does not drop it
     (re.compile(r"(?:\b(?P<cores_before>\d{1,2})[- ]core\s+(?:GPU\s+)?)?\b(?:Apple\s+)?M(?P<gen>[1-9])"
-                r"(?:\s+(?P<tier>Pro|Max|Ultra))?\b(?!\s*(?:SSD|\.2))" + _CORES_AFTER), _apple),
+                r"(?:(?:\s+|-)(?P<tier>Pro|Max|Ultra))?\b(?!\s*(?:SSD|\.2))" + _CORES_AFTER), _apple),
     (re.compile(r"\b(?:AMD\s+)?(?:Instinct\s+)?(?P<model>MI\d{2,3}[XAH]?)\b"), lambda m: f"AMD Instinct {m['model']}"),
     (re.compile(r"\b(?:AMD\s+)?Radeon\s+(?:(?P<line>RX|Pro)\s+)?(?P<number>W?\d{3,4}[A-Z]{0,2})\b"
                 r"(?:\s+(?P<suffix>XTX|XT|GRE)\b)?", re.I), _radeon),
     (re.compile(r"\bRX\s*(?P<number>\d{3,4})(?:\s+(?P<suffix>XTX|XT|GRE)\b)?"),
      lambda m: f"AMD Radeon RX {m['number']}" + (f" {m['suffix']}" if m["suffix"] else "")),
     (re.compile(r"\b(?:Intel\s+)?Arc\s+(?P<model>A\d{3}M?|B\d{3}|140V|130V)\b"), lambda m: f"Intel Arc {m['model']}"),
+    # a Ryzen named by its number alone ("Ryzen-7950X", "Ryzen 5950X"): named as printed, no tier word added (the
+    # tier is not a rule of the number: a 3970X is a Threadripper)
+    (re.compile(r"\b(?:AMD\s+)?Ryzen[- ](?P<number>[1-9]\d{3}(?:X3D|XT|HX|HS|GE|[XGHUF])?)\b"),
+     lambda m: f"AMD Ryzen {m['number']}"),
+    # Huawei's NPUs as llama.cpp's CANN backend prints them ("gpu_info": "Ascend910B3"): one maker's parts only
+    (re.compile(r"\b(?:Huawei\s+)?Ascend\s*+(?P<model>9[1-9]0[A-Z]?\d?|310[A-Z]?)\b"), lambda m: f"Huawei Ascend {m['model']}"),
 ]
 
 _MULTI = re.compile(r"^\s*(?P<count>\d{1,2})\s*[x×]\s*(?P<rest>.+)$")
@@ -135,6 +147,7 @@ _M_DIGIT = re.compile(r"M[1-9]").search
 _NEEDS: list[tuple[str, ...] | Callable[[str], object]] = [
     ("dgx", "gb10"),
     ("jetson",),
+    ("tegra",),
     ("rtx",),
     ("rtx",),
     ("rtx", "gtx"),
@@ -146,9 +159,11 @@ _NEEDS: list[tuple[str, ...] | Callable[[str], object]] = [
     ("radeon",),
     lambda text: "RX" in text,
     lambda text: "Arc" in text,
+    ("ryzen",),
+    ("ascend",),
 ]
 assert len(_NEEDS) == len(_PATTERNS)
-_KINDS = ["soc", "soc"] + ["gpu"] * 6 + ["soc"] + ["gpu"] * 4
+_KINDS = ["soc", "soc", "soc"] + ["gpu"] * 6 + ["soc"] + ["gpu"] * 4 + ["cpu", "gpu"]
 assert len(_KINDS) == len(_PATTERNS)
 
 

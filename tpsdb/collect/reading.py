@@ -1,7 +1,7 @@
 """A post read for its figures: the pieces in reading order, the clues around the tables, and what a figure is
 made into (PostContext, Candidate, Reading, new_record, the numbers no column holds).
 
-This is the floor under the readers: `extract` (the tables llama.cpp's tools print) and `timings` (the speeds other
+This is the floor under the readers: `extract` (the tables llama.cpp's tools print) and `tools` (the speeds other
 tools print) both take a Reading and return Candidates, and `extract` runs both, so neither reader imports the other
 (issue 17: no import circle). Pure: no network, no database. `extract` re-exports these names for its callers.
 """
@@ -12,7 +12,7 @@ import re
 from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cached_property, partial
 from itertools import accumulate
 
 from lxml import etree
@@ -407,11 +407,16 @@ class Machine:
 
 
 AMBIGUOUS_HARDWARE = "hardware.name: ambiguous ({})"
+# how far after a table a machine named only there may be: the pieces after it (its footer, the words under it) and
+# their first lines
+_TRAILING_PIECES, _TRAILING_LINES = 2, 10
 UNNAMED_DEVICES = "hardware.name: the run's devices ({}) are not all named"
 UNCHOSEN_DEVICES = "hardware.name: which of the listed devices ({}) the run used is unknown"
 CPU_ONLY = "the run found no GPU (CPU only)"
 # The backends of a llama-bench row that run on the host processor: such a row's machine is the CPU the post names.
-_CPU_BACKENDS = {"cpu", "blas", "cpu,blas", "blas,cpu", "openblas", "cpu, blas", "accelerate"}
+_CPU_BACKENDS = {"cpu", "blas", "cpu,blas", "blas,cpu", "openblas", "cpu, blas", "accelerate",
+                 # the instruction sets ik_llama.cpp's tables print in the backend column: the host processor
+                 "avx2", "avx512", "zen4", "neon", "arm_neon"}
 
 
 def _text_lines(piece: Piece, kind: str | None) -> list[str]:
@@ -423,13 +428,20 @@ def _text_lines(piece: Piece, kind: str | None) -> list[str]:
     return [piece.table.header_quote] + piece.table.quotes
 
 
+def _footer(line: str) -> bool:
+    """Whether a build line is llama-bench's footer ("build: 3bdc4cd0 (7739)" on a line of its own), not a build a
+    sentence names ("Here is what I get on my Ryzen-7950X (`build: 26a8406b (4295)`)", the next table's)."""
+    return line.strip().strip("`*_ ").lower().startswith("build")
+
+
 def read_clues(pieces: list[Piece], kinds: list[str | None]) -> list[Clue]:
     clues: list[Clue] = []
     for i, (piece, kind) in enumerate(zip(pieces, kinds)):
         if kind is not None:
             # GitHub's Markdown makes a line right after a table (llama-bench's "build:" footer) a row of it
-            clues += [Clue((i, j + 1), "version", version) for j, quote in enumerate(piece.table.quotes)
-                      if "build" in quote and (version := lb.parse_build(quote))]
+            footers = [Clue((i, j + 1), "version", version) for j, quote in enumerate(piece.table.quotes)
+                       if "build" in quote and (version := lb.parse_build(quote))]
+            clues += footers + [Clue(c.pos, "footer", c.value) for c in footers]
         lines = _text_lines(piece, kind)
         if not lines:
             continue
@@ -472,6 +484,8 @@ def read_clues(pieces: list[Piece], kinds: list[str | None]) -> list[Clue]:
             version = lb.parse_build(line) if builds else None
             if version:
                 clues.append(Clue((i, j), "version", version))
+                if _footer(line):
+                    clues.append(Clue((i, j), "footer", version))
             else:
                 for version in (lb.parse_stated_versions(line, heading) if stated else ()):
                     clues.append(Clue((i, j), "stated_version", version))
@@ -596,12 +610,15 @@ class Reading:
         pools = self._pool_cache.get(wanted)
         if pools is None:
             clues = self._of("hardware")
+            stretch, section = self.previous_table, self.section_opened
+            lists = [c.pos for c in clues if c.value.source == "device"]
+            pool = partial(_MachinePool, previous_table=stretch, section=section, device_lists=lists)
             if wanted == "cpu":
-                pools = [_MachinePool([c for c in clues if c.value.kind != "gpu"], self.previous_table)]
+                pools = [pool([c for c in clues if c.value.kind != "gpu"])]
             else:
-                pools = [_MachinePool([c for c in clues if c.value.kind != "cpu"], self.previous_table)]
+                pools = [pool([c for c in clues if c.value.kind != "cpu"])]
                 if wanted is None:
-                    pools.append(_MachinePool([c for c in clues if c.value.kind == "cpu"], self.previous_table))
+                    pools.append(pool([c for c in clues if c.value.kind == "cpu"]))
             self._pool_cache[wanted] = pools
         return pools
 
@@ -669,7 +686,12 @@ class Reading:
             # a build line belongs to the table it follows or precedes, never to one past another figure table
             # (another run, maybe of another fork); else the post's only build
             k = bisect_right(builds, pos, key=_position)
-            if k < len(builds) and builds[k].pos[0] < self.next_table(pos[0]):
+            # after the table: its footer, before the next one and under no heading of its own (a heading starts
+            # another section: "## GPU with a33e6a0" over the log of another run; a sentence naming a build after
+            # the table introduces the next one, issue 19)
+            if k < len(builds) and builds[k].pos[0] < self.next_table(pos[0]) \
+                    and self.section_opened(builds[k].pos[0]) == self.section_of(pos[0]) \
+                    and self._is_footer(builds[k].pos):
                 return builds[k].value
             if k and builds[k - 1].pos[0] > self.previous_table(pos[0]):
                 return builds[k - 1].value
@@ -677,22 +699,35 @@ class Reading:
                 # the post's only build, unless the post shows the output of two forks (whose builds differ)
                 forks = {c.value for c in self._of("fork")}
                 self._build_versions = len({c.value for c in builds}) if len(forks) < 2 else 0
-            return builds[0].value if self._build_versions == 1 else None
+            return builds[0].value if self._build_versions == 1 and self._not_later(builds[0], pos) else None
         stated = self._of("stated_version")
         if self._stated_versions is None:
             self._stated_versions = len({c.value for c in stated})
         if self._stated_versions == 1:
-            return stated[0].value
+            return stated[0].value if self._not_later(stated[0], pos) else None
         # several versions stated: the one stated since the previous figure table (one only), else the one stated
         # after the table before the next; else which one ran is unknown
         lo = bisect_right(stated, (self.previous_table(pos[0]), 1 << 30), key=_position)
         mid = bisect_left(stated, pos, key=_position)
         hi = bisect_left(stated, (self.next_table(pos[0]), -1), key=_position)
+        section = self.section_of(pos[0])
         for start, end in ((lo, mid), (mid, hi)):
-            own = {c.value for c in stated[max(start, end - 8):end]}
+            own = {c.value for c in stated[max(start, end - 8):end]
+                   if end == mid or self.section_opened(c.pos[0]) == section}
             if own:
                 return own.pop() if len(own) == 1 and end - start <= 8 else None
         return None
+
+    def _is_footer(self, at: Position) -> bool:
+        footers = self._of("footer")
+        k = bisect_left(footers, at, key=_position)
+        return k < len(footers) and footers[k].pos == at
+
+    def _not_later(self, first: Clue, pos: Position) -> bool:
+        """Whether the first of a text's clues may speak for the table at `pos`: printed before it, or in its
+        section; a build printed only under a later heading is that section's ("#### Discussion", a reply's
+        "build 4404 for llama.cpp" under an ik_llama.cpp table)."""
+        return first.pos < pos or self.section_opened(first.pos[0]) == self.section_of(pos[0])
 
     def command_at(self, pos: Position, tool: str) -> str | None:
         commands = self._commands.get(tool)
@@ -711,6 +746,10 @@ class Reading:
         if self._headings_before is None:
             self._headings_before = list(accumulate((p.kind == "heading" for p in self.pieces), initial=0))
         return self._headings_before[index]
+
+    def section_opened(self, index: int) -> int:
+        """The section a piece is part of, a heading being part of the section it opens."""
+        return self.section_of(index) + (self.pieces[index].kind == "heading")
 
     def bench_tables_in(self, section: int) -> list[int]:
         """The llama-bench tables of a section (their piece indexes, in order)."""
@@ -785,8 +824,11 @@ class _MachinePool:
     or several names: ambiguous), else the last one named before. Named only after the table, a machine counts
     when the post names no other one (a heading after a table never names it)."""
 
-    def __init__(self, clues: list[Clue], previous_table=lambda index: -1):
+    def __init__(self, clues: list[Clue], previous_table=lambda index: -1, section=lambda index: 0,
+                 device_lists: Sequence[Position] = ()):
         self.stretch_start = lambda pos: previous_table(pos[0])  # the figure table before a clue's piece
+        self.section = section  # the section of a piece (a heading opens one)
+        self.device_lists = device_lists  # where the post prints a device list, of any kind (another run's log)
         self.devices = [c for c in clues if c.value.source == "device"]
         self.device_pos = [c.pos for c in self.devices]
         self.named = [c for c in clues if c.value.source != "device"]
@@ -834,6 +876,12 @@ class _MachinePool:
         if k:
             return self.devices[k - 1].value, None
         if h:
+            # a run's log printed since that naming (its devices another machine's, maybe of a CPU-backend row's
+            # other host) makes it stale: "On my Ryzen-7950X test system" in a PR's description names none of the
+            # CPU tables the replies post after their own GPU logs (issue 19)
+            d = bisect_right(self.device_lists, self.named_pos[last])
+            if d < len(self.device_lists) and self.device_lists[d] < pos:
+                return None, None
             # the machines named together before an earlier table: one name, or ambiguous (as for that table)
             start = bisect_right(self.named_pos, (self.stretch_start(self.named_pos[last]), 1 << 30))
             if self.other_before[last] >= start:
@@ -850,6 +898,19 @@ class _MachinePool:
             return None, None
         if len(self.names) > 1:
             return None, AMBIGUOUS_HARDWARE.format(", ".join(self.names[:5]))
+        # named only under a later heading: that section's machine, not this table's ("### Jetson Nano" table,
+        # then "### Intel i7-13700T": the i7 never names the table above its heading, issue 19)
+        if self.section(self.named[0].pos[0]) != self.section(pos[0]):
+            return None, None
+        # and only before the next figure (a table's trailing text, never a later run's or a later reply's: "You
+        # didn't say what your CPU was, so here another reference point from me ... (Ryzen-7950X)")
+        first = self.named[0].pos
+        if first >= until:
+            return None, None
+        # and in the table's trailing words ("That was an RTX 4090."), not further down a thread pasted whole (a
+        # later reply's "ARM_NEON on an M2-Max CPU" under another user's CPU table, issue 19)
+        if first[0] > pos[0] + _TRAILING_PIECES or first[1] >= _TRAILING_LINES:
+            return None, None
         return self.named[0].value, None
 
     def _names_between(self, lo: int, last: int) -> list[str]:

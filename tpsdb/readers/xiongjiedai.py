@@ -2,7 +2,7 @@
 with their `llama_print_timings` (LLaMA, LLaMA 2) on NVIDIA GPUs (one to eight of a kind) and Macs.
 
 Each code cell is read on its own, as the text of its command and its outputs, by the post readers of
-tpsdb.collect (llama-bench Markdown, run-log timings): the machine from the cell's device lines
+tpsdb.collect (llama-bench Markdown, run-log timings: tpsdb.collect.tools.llama_logs): the machine from the cell's device lines
 (`ggml_cuda_init` … `Device 0: NVIDIA GeForce RTX 4090`; `ggml_metal_init: found device`), the build from the
 table's `build:` line or the run's `main: build = 2824 (4426e298)`. A figure's quote is part of one cell's output.
 The notebook's file name states the number of GPUs (`4090_4_v3` = four RTX 4090): a figure whose machine the

@@ -181,6 +181,12 @@ def int_arg(command: str | None, *names: str) -> int | None:
     return int(value) if value and value.isdecimal() and len(value) < 19 else None
 
 
+def model_arg(command: str | None) -> str | None:
+    """The model file a command's -m names; a shell variable ("$model", "${MODEL}", "%MODEL%") names none."""
+    path = arg(command, "-m", "--model")
+    return None if path is None or path.lstrip("\"'").startswith(("$", "%")) else path
+
+
 def number(text: str) -> float | None:
     """A speed as a tool prints it ("45.20", "1,234.5", "45.20,"), else None."""
     text = text.rstrip(".,")
@@ -220,6 +226,7 @@ class Post:
         self._only_file: object = _UNSET
         self._only_command: dict[str, object] = {}
         self._only_facts: dict[str, str | None] = {}
+        self._run_timings: list[Position] | None = None
 
     def add(self, quote: str, pos: Position, slot: str, *, software: str | None, version: str | None, model: dict,
             quantization: str | None, lengths: tuple, users: int | None, figure: str, command: str | None,
@@ -244,18 +251,28 @@ class Post:
         found = _nearest(self.clues.versions.get(software, []), pos)
         return found[1] if found else None
 
-    def gguf_model(self, pos: Position, command: str | None) -> tuple[dict, str | None]:
-        """The model of a llama.cpp run whose output is the table at `pos` (sweep-bench): its loader lines before
-        it since the previous figure table, else its command's model file."""
-        return self.run_model((self.reading.previous_table(pos[0]), 1 << 30), pos, command)
+    @property
+    def run_timings(self) -> list[Position]:
+        """Where llama.cpp runs printed their timing lines (the lines the llama_logs reader reads), in order.
+
+        Read here, once per post, rather than recorded by the llama_logs reader as it goes: the build a run takes
+        (llama_version) and a sweep-bench table's block (which starts after the last run's timings) need every
+        run's timings, whichever reader asks first; so no reader depends on the registry's ORDER for them."""
+        if self._run_timings is None:
+            self._run_timings = [pos for pos, line in text_lines(self.reading)
+                                 if "tokens per second" in line and lb.parse_timing(line)]
+        return self._run_timings
 
     def run_model(self, since: Position, pos: Position, command: str | None) -> tuple[dict, str | None]:
         """The model of the run whose block is (since, pos): its loader lines, else its command's `-m`. A run's
         model facts come from its own block only (D5: a second, trimmed log must not take the first log's model or
         parameters); a block that names no model file at all takes the post's, when the post names exactly one."""
-        path = _within(self.clues.loader.get("file", []), since, pos) or arg(command, "-m", "--model")
-        if path:
-            facts = {key: _within(self.clues.loader.get(key, []), since, pos) for key in ("ftype", "params", "size")}
+        path = _within(self.clues.loader.get("file", []), since, pos) or model_arg(command)
+        own = {key: _within(self.clues.loader.get(key, []), since, pos) for key in ("ftype", "params", "size")}
+        if path or any(own.values()):
+            # a block with loader lines of its own is its own model's, even when its file line is not read (a
+            # path wrapped over two lines): never the post's other file (issue 19, a Q8_0 run named mix-IQ3_K)
+            facts = own
         else:
             path = self.only_model_file()
             facts = {key: self.only_loader_fact(key) if path else None for key in ("ftype", "params", "size")}
@@ -275,7 +292,7 @@ class Post:
         """The one model file the whole post names (loader lines and the llama.cpp commands' -m), else None."""
         if self._only_file is _UNSET:
             paths = [p for _, p in self.clues.loader.get("file", [])]
-            paths += [a for _, _, c in self.clues.commands.get(LLAMA_RUNS, []) if (a := arg(c, "-m", "--model"))]
+            paths += [a for _, _, c in self.clues.commands.get(LLAMA_RUNS, []) if (a := model_arg(c))]
             stems = {_file_stem(p) for p in paths}
             self._only_file = paths[0] if len(stems) == 1 else None
         return self._only_file
@@ -285,13 +302,18 @@ class Post:
         its NAME): the last one in the block, else the post's only command of that reader (a command shown once for
         several logs, or after its log)."""
         commands = self.clues.commands.get(group, [])
-        found = _within(commands, since, pos, whole=True)
+        found = self.block_command(group, since, pos)
         if found is None and commands:
             only = self._only_command.get(group, _UNSET)
             if only is _UNSET:  # once per post, not per figure (linear time)
                 only = self._only_command[group] = commands[0] if len({c for _, _, c in commands}) == 1 else None
             found = only
         return (found[1], found[2]) if found else (None, None)
+
+    def block_command(self, group: str, since: Position, pos: Position) -> tuple[Position, str, str] | None:
+        """(position, tool, command line) of the last command of one reader (`group`) in the block (since, pos),
+        else None (no fallback to the post's only command: where the run's own command was typed)."""
+        return _within(self.clues.commands.get(group, []), since, pos, whole=True)
 
     def llama_version(self, pos: Position, since: Position | None = None) -> str | None:
         """The build of a run: its block's build line; else the post's only build; else (no build line at all)
@@ -302,5 +324,11 @@ class Post:
             if found:
                 return found
         if builds:
-            return builds[0][1] if len({b for _, b in builds}) == 1 else None
+            # the post's only build, when printed before the run's figures and no other run printed its timings in
+            # between: a build after them opens a later run's block, a build before another run's timings is that
+            # run's (issue 19: mainline's "build: 5273" under an ik_llama.cpp server's and sweep-bench's figures)
+            at = builds[0][0]
+            k = bisect_right(self.run_timings, at)
+            other_run = k < len(self.run_timings) and self.run_timings[k] < pos
+            return builds[0][1] if len({b for _, b in builds}) == 1 and at < pos and not other_run else None
         return self.reading.version_at(pos)

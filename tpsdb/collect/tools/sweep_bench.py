@@ -4,15 +4,18 @@
     |   512 |    128 |      0 |    0.318 |  1611.49 |    2.735 |    46.80 |
 
 One user at depth N_KV per figure (per_user): the prompt speed for PP tokens, the generation speed for TG. A table
-with a B column is llama-batched-bench's (read by tpsdb.collect.extract). The model from the loader lines before the
-table since the previous figure table, else the command's `-m`. The table's format: ik_llama.cpp examples/sweep-bench.
+with a B column is llama-batched-bench's (read by tpsdb.collect.extract). The table's block (its run's build, model
+and command) starts after the previous figure table, the previous sweep table or the last run's timing lines,
+whichever is last; the model from the block's loader lines, else the command's `-m`. The table's format: ik_llama.cpp examples/sweep-bench.
 """
 
 from __future__ import annotations
 
+from bisect import bisect_left
+
 from tpsdb.collect import llamabench as lb
 from tpsdb.collect.reading import Reading
-from tpsdb.collect.tools._post import Post
+from tpsdb.collect.tools._post import Position, Post
 
 NAME = "sweep_bench"
 IK_LLAMA_CPP = "ik_llama.cpp"
@@ -31,6 +34,7 @@ def wants(text: str, reading: Reading) -> bool:
 def read(post: Post) -> None:
     reading = post.reading
     t = -1
+    previous_sweep = -1  # the sweep-bench table before: another run's (its loader lines are not this one's)
     for i, piece in enumerate(reading.pieces):
         if piece.kind != "table":
             continue
@@ -41,9 +45,17 @@ def read(post: Post) -> None:
             continue
         column = {name: k for k, name in enumerate(names)}
         pos = (i, 0)
-        tool, command = post.run_command(NAME, (reading.previous_table(i), 1 << 30), pos)
-        model, quant = post.gguf_model(pos, command)
-        version = post.llama_version(pos, (reading.previous_table(i), 1 << 30))
+        # the table's block: since the previous figure or sweep table, or since the run that printed its timings
+        # last (its build and model are that run's, issue 19); post.run_timings reads every run's timing lines
+        # itself, so this holds whatever runs before this reader in ORDER
+        block: Position = (max(reading.previous_table(i), previous_sweep), 1 << 30)
+        previous_sweep = i
+        k = bisect_left(post.run_timings, pos)
+        if k and post.run_timings[k - 1] > block:
+            block = post.run_timings[k - 1]
+        tool, command = post.run_command(NAME, block, pos)
+        model, quant = post.run_model(block, pos, command)
+        version = post.llama_version(pos, block)
         software = reading.software_at(pos, IK_LLAMA_CPP)
         for r, (row, quote) in enumerate(zip(table.rows, table.quotes)):
             cells = [row[column[n]] if column[n] < len(row) else "" for n in ("pp", "tg", "n_kv")]
