@@ -4,6 +4,7 @@ real subprocess)."""
 from __future__ import annotations
 
 import copy
+import fcntl
 import gc
 import glob
 import io
@@ -145,12 +146,45 @@ def write_jsonl(path: Path, records: list) -> Path:
     return path
 
 
-@pytest.fixture
-def empty_db(tmp_path) -> Path:
-    """A migrated database without the seed."""
-    path = tmp_path / "empty.sqlite"
-    run_cli("init", "--no-seed", db=path)
+def _built_once(tmp_path_factory, name: str, *init_args: str) -> Path:
+    """`tpsdb init INIT_ARGS` on a database built once for the whole run and shared by the worker processes (the
+    first to ask builds it under a lock, the others wait for it); tests copy it, never open it."""
+    base = tmp_path_factory.getbasetemp()
+    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base  # the workers' common folder
+    path = shared / f"{name}.sqlite"
+    with open(shared / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not path.exists():
+            building = shared / f"{name}.building.sqlite"
+            building.unlink(missing_ok=True)
+            run_cli("init", *init_args, db=building)
+            os.replace(building, path)  # whole or absent: a worker never copies a half-built file
     return path
+
+
+@pytest.fixture(scope="session")
+def seeded_template(tmp_path_factory) -> Path:
+    """The database `tpsdb init` builds with the curated seed (~4 s of one core to load 84 MB of SQL): built once,
+    copied by `seeded_db` and by module fixtures. A test of init itself runs init."""
+    return _built_once(tmp_path_factory, "seeded-template")
+
+
+@pytest.fixture(scope="session")
+def empty_template(tmp_path_factory) -> Path:
+    """The database `tpsdb init --no-seed` builds (the migrations run once, not once a test)."""
+    return _built_once(tmp_path_factory, "empty-template", "--no-seed")
+
+
+@pytest.fixture
+def seeded_db(tmp_path, seeded_template) -> Path:
+    """A copy of the seeded database, the test's own to change."""
+    return Path(shutil.copy(seeded_template, tmp_path / "seeded.sqlite"))
+
+
+@pytest.fixture
+def empty_db(tmp_path, empty_template) -> Path:
+    """A migrated database without the seed (a copy of what `tpsdb init --no-seed` builds)."""
+    return Path(shutil.copy(empty_template, tmp_path / "empty.sqlite"))
 
 
 def _free_port() -> int:
