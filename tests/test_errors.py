@@ -9,10 +9,12 @@ import hashlib
 import json
 import os
 import random
+import shutil
 import socket
 import sqlite3
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from sqlalchemy import event
@@ -54,10 +56,8 @@ def count(path, table: str = "measurement") -> int:
 
 
 @pytest.fixture(scope="module")
-def seeded(tmp_path_factory):
-    path = tmp_path_factory.mktemp("seeded") / "seeded.sqlite"
-    run_cli("init", db=path)
-    return path
+def seeded(tmp_path_factory, seeded_template):
+    return Path(shutil.copy(seeded_template, tmp_path_factory.mktemp("seeded") / "seeded.sqlite"))
 
 
 # ---------------------------------------------------------------------------------- damaged databases
