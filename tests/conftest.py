@@ -220,10 +220,27 @@ def postgres():
         shutil.rmtree(workdir, ignore_errors=True)
 
 
+def _createdb(postgres, name: str, *options: str) -> str:
+    bindir, as_user, port = postgres
+    subprocess.run(as_user + [f"{bindir}/createdb", "-h", "127.0.0.1", "-p", str(port), "-U", "postgres", *options,
+                              name], check=True, capture_output=True)
+    return f"postgresql+psycopg://postgres@127.0.0.1:{port}/{name}"
+
+
 @pytest.fixture
 def pg_url(postgres, request):
-    bindir, as_user, port = postgres
-    name = "t_" + request.node.name.lower().replace("[", "_").replace("]", "")[:40]
-    subprocess.run(as_user + [f"{bindir}/createdb", "-h", "127.0.0.1", "-p", str(port), "-U", "postgres", name],
-                   check=True, capture_output=True)
-    return f"postgresql+psycopg://postgres@127.0.0.1:{port}/{name}"
+    return _createdb(postgres, "t_" + request.node.name.lower().replace("[", "_").replace("]", "")[:40])
+
+
+@pytest.fixture(scope="session")
+def pg_seeded_template(postgres) -> str:
+    """The name of a PostgreSQL database `tpsdb init` loaded the seed into, once for the session (about as long as
+    on SQLite, and the server's work on top); `pg_seeded_url` copies it."""
+    run_cli("init", "--db", _createdb(postgres, "tpsdb_seeded"))
+    return "tpsdb_seeded"
+
+
+@pytest.fixture
+def pg_seeded_url(postgres, pg_seeded_template, request):
+    """A copy of the seeded PostgreSQL database (`createdb -T`: the server copies its files), the test's own."""
+    return _createdb(postgres, "s_" + request.node.name.lower()[:40], "-T", pg_seeded_template)
