@@ -150,9 +150,8 @@ def test_d10_init_repairs_the_half_built_schema_an_older_tpsdb_left(tmp_path, ca
     assert f"measurements: {SEED_MEASUREMENTS} active" in out and count(path) == SEED_MEASUREMENTS
 
 
-def test_d10_init_never_drops_data_of_a_schema_without_revision(tmp_path, capsys):
-    path = tmp_path / "kept.sqlite"
-    run_cli("init", db=path)
+def test_d10_init_never_drops_data_of_a_schema_without_revision(seeded_db, capsys):
+    path = seeded_db
     with contextlib.closing(sqlite3.connect(path)) as conn:
         conn.execute("DELETE FROM alembic_version")
         conn.commit()
