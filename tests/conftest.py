@@ -4,6 +4,7 @@ real subprocess)."""
 from __future__ import annotations
 
 import copy
+import fcntl
 import gc
 import glob
 import io
@@ -29,6 +30,18 @@ os.environ["TPSDB_DATABASE_URL"] = str(Path(tempfile.mkdtemp(prefix="tpsdb-tests
 # How many figures the curated seed holds (all active): tests of init and of the seeded database compare with it.
 SEED_MEASUREMENTS = sum(1 for line in (ROOT / "data" / "seed.sql").open(encoding="utf-8")
                         if line.startswith("INSERT INTO measurement "))
+
+# The files whose tests take longest (measured: `pytest --durations`), run first. With `--dist loadfile` a worker takes
+# a whole file at a time; the longest ones started last would leave one worker running alone at the end (longest
+# first is the usual remedy). Only the order changes: every test still runs, each file's tests in their order.
+LONGEST_FIRST = ("test_ingest.py", "test_postgres.py", "test_readme_examples.py", "test_errors.py",
+                 "test_site_browser.py", "test_hostile_records.py", "test_round_trip.py", "test_serve.py")
+
+
+def pytest_collection_modifyitems(items: list) -> None:
+    rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: the others keep their order
+
 
 VALID_RECORD = {
     "source": {
@@ -145,12 +158,45 @@ def write_jsonl(path: Path, records: list) -> Path:
     return path
 
 
-@pytest.fixture
-def empty_db(tmp_path) -> Path:
-    """A migrated database without the seed."""
-    path = tmp_path / "empty.sqlite"
-    run_cli("init", "--no-seed", db=path)
+def _built_once(tmp_path_factory, name: str, *init_args: str) -> Path:
+    """`tpsdb init INIT_ARGS` on a database built once for the whole run and shared by the worker processes (the
+    first to ask builds it under a lock, the others wait for it); tests copy it, never open it."""
+    base = tmp_path_factory.getbasetemp()
+    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base  # the workers' common folder
+    path = shared / f"{name}.sqlite"
+    with open(shared / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not path.exists():
+            building = shared / f"{name}.building.sqlite"
+            building.unlink(missing_ok=True)
+            run_cli("init", *init_args, db=building)
+            os.replace(building, path)  # whole or absent: a worker never copies a half-built file
     return path
+
+
+@pytest.fixture(scope="session")
+def seeded_template(tmp_path_factory) -> Path:
+    """The database `tpsdb init` builds with the curated seed (~4 s of one core to load 84 MB of SQL): built once,
+    copied by `seeded_db` and by module fixtures. A test of init itself runs init."""
+    return _built_once(tmp_path_factory, "seeded-template")
+
+
+@pytest.fixture(scope="session")
+def empty_template(tmp_path_factory) -> Path:
+    """The database `tpsdb init --no-seed` builds (the migrations run once, not once a test)."""
+    return _built_once(tmp_path_factory, "empty-template", "--no-seed")
+
+
+@pytest.fixture
+def seeded_db(tmp_path, seeded_template) -> Path:
+    """A copy of the seeded database, the test's own to change."""
+    return Path(shutil.copy(seeded_template, tmp_path / "seeded.sqlite"))
+
+
+@pytest.fixture
+def empty_db(tmp_path, empty_template) -> Path:
+    """A migrated database without the seed (a copy of what `tpsdb init --no-seed` builds)."""
+    return Path(shutil.copy(empty_template, tmp_path / "empty.sqlite"))
 
 
 def _free_port() -> int:
@@ -186,10 +232,27 @@ def postgres():
         shutil.rmtree(workdir, ignore_errors=True)
 
 
+def _createdb(postgres, name: str, *options: str) -> str:
+    bindir, as_user, port = postgres
+    subprocess.run(as_user + [f"{bindir}/createdb", "-h", "127.0.0.1", "-p", str(port), "-U", "postgres", *options,
+                              name], check=True, capture_output=True)
+    return f"postgresql+psycopg://postgres@127.0.0.1:{port}/{name}"
+
+
 @pytest.fixture
 def pg_url(postgres, request):
-    bindir, as_user, port = postgres
-    name = "t_" + request.node.name.lower().replace("[", "_").replace("]", "")[:40]
-    subprocess.run(as_user + [f"{bindir}/createdb", "-h", "127.0.0.1", "-p", str(port), "-U", "postgres", name],
-                   check=True, capture_output=True)
-    return f"postgresql+psycopg://postgres@127.0.0.1:{port}/{name}"
+    return _createdb(postgres, "t_" + request.node.name.lower().replace("[", "_").replace("]", "")[:40])
+
+
+@pytest.fixture(scope="session")
+def pg_seeded_template(postgres) -> str:
+    """The name of a PostgreSQL database `tpsdb init` loaded the seed into, once for the session (about as long as
+    on SQLite, and the server's work on top); `pg_seeded_url` copies it."""
+    run_cli("init", "--db", _createdb(postgres, "tpsdb_seeded"))
+    return "tpsdb_seeded"
+
+
+@pytest.fixture
+def pg_seeded_url(postgres, pg_seeded_template, request):
+    """A copy of the seeded PostgreSQL database (`createdb -T`: the server copies its files), the test's own."""
+    return _createdb(postgres, "s_" + request.node.name.lower()[:40], "-T", pg_seeded_template)

@@ -182,9 +182,8 @@ def test_d11_hardware_facts_fill_empty_fields_and_a_conflict_is_refused(tmp_path
     assert rows(empty_db, "select memory_gb, gpu_cores from hardware") == [(128.0, 48)]
 
 
-def test_d11_a_record_fills_a_seeded_model_without_params_and_export_round_trips(tmp_path, record):
-    seeded = tmp_path / "seeded.sqlite"
-    run_cli("init", db=seeded)
+def test_d11_a_record_fills_a_seeded_model_without_params_and_export_round_trips(tmp_path, record, seeded_db):
+    seeded = seeded_db
     with contextlib.closing(sqlite3.connect(seeded)) as conn:  # a model stored without its parameter count
         conn.execute("UPDATE model SET params_b = NULL WHERE name = 'Llama 2 7B'")
         conn.commit()

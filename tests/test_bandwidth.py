@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import copy
 import re
+import shutil
 import sqlite3
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -27,10 +29,8 @@ def _quant(value: str) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def seeded(tmp_path_factory):
-    db = tmp_path_factory.mktemp("bw") / "seeded.sqlite"
-    assert tpsdb("init", "--db", str(db)).exit_code == 0
-    return db
+def seeded(tmp_path_factory, seeded_template):
+    return Path(shutil.copy(seeded_template, tmp_path_factory.mktemp("bw") / "seeded.sqlite"))
 
 
 def scoreboard_row(hardware: str, bandwidth: float, value: float) -> dict:

@@ -120,9 +120,8 @@ def test_commands_refuse_a_database_without_schema(tmp_path):
     assert result.returncode == 2 and "tpsdb init" in result.stderr
 
 
-def test_validate_and_add_use_the_reference_bandwidth_for_the_ceiling(tmp_path, record):
-    seeded = tmp_path / "seeded.sqlite"
-    run_cli("init", db=seeded)  # the seed holds Apple M2 Ultra (76-core GPU) at 800 GB/s, with its vendor page
+def test_validate_and_add_use_the_reference_bandwidth_for_the_ceiling(tmp_path, record, seeded_db):
+    seeded = seeded_db  # the seed holds Apple M2 Ultra (76-core GPU) at 800 GB/s, with its vendor page
     record["hardware"] = {"name": "Apple M2 Ultra (76-core GPU)"}
     record["model"] = {"name": "Llama 2 7B", "params_b": 6.74, "file_size_gb": 3.79}
     record["quantization"] = "Q4_0"

@@ -9,10 +9,12 @@ import hashlib
 import json
 import os
 import random
+import shutil
 import socket
 import sqlite3
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from sqlalchemy import event
@@ -54,10 +56,8 @@ def count(path, table: str = "measurement") -> int:
 
 
 @pytest.fixture(scope="module")
-def seeded(tmp_path_factory):
-    path = tmp_path_factory.mktemp("seeded") / "seeded.sqlite"
-    run_cli("init", db=path)
-    return path
+def seeded(tmp_path_factory, seeded_template):
+    return Path(shutil.copy(seeded_template, tmp_path_factory.mktemp("seeded") / "seeded.sqlite"))
 
 
 # ---------------------------------------------------------------------------------- damaged databases
@@ -150,9 +150,8 @@ def test_d10_init_repairs_the_half_built_schema_an_older_tpsdb_left(tmp_path, ca
     assert f"measurements: {SEED_MEASUREMENTS} active" in out and count(path) == SEED_MEASUREMENTS
 
 
-def test_d10_init_never_drops_data_of_a_schema_without_revision(tmp_path, capsys):
-    path = tmp_path / "kept.sqlite"
-    run_cli("init", db=path)
+def test_d10_init_never_drops_data_of_a_schema_without_revision(seeded_db, capsys):
+    path = seeded_db
     with contextlib.closing(sqlite3.connect(path)) as conn:
         conn.execute("DELETE FROM alembic_version")
         conn.commit()

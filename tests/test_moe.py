@@ -5,7 +5,9 @@ share is unknown is never checked as dense, and above_ceiling gives its numbers.
 from __future__ import annotations
 
 import copy
+import shutil
 import sqlite3
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -22,10 +24,8 @@ def tpsdb(*args: str):
 
 
 @pytest.fixture(scope="module")
-def seeded(tmp_path_factory):
-    db = tmp_path_factory.mktemp("moe") / "seeded.sqlite"
-    assert tpsdb("init", "--db", str(db)).exit_code == 0
-    return db
+def seeded(tmp_path_factory, seeded_template):
+    return Path(shutil.copy(seeded_template, tmp_path_factory.mktemp("moe") / "seeded.sqlite"))
 
 
 def oss(value: float, name: str = "gpt-oss 120B", quote_model: str = "gpt-oss 120B MXFP4 MoE") -> dict:

@@ -62,9 +62,8 @@ def test_versions_in_build_order_through_a_commit_numbered_elsewhere(tmp_path):
     assert any("build-number order" in n for n in table.notes)
 
 
-def test_seed_versions_table_says_its_order_is_unknown(tmp_path):
-    db = tmp_path / "seed.sqlite"
-    run_cli("init", db=db)
+def test_seed_versions_table_says_its_order_is_unknown(seeded_db):
+    db = seeded_db
     out = run_cli("tables", "versions", db=db).stdout
     assert "order of these versions is unknown" in out and "vs oldest" not in out
     assert "| 8e672efe | ngl=99 |" in out

@@ -15,10 +15,9 @@ from refresh_helpers import server_env
 from test_query import peak_kb
 
 
-def test_seed_loads_and_dumps_to_the_same_bytes(pg_url, tmp_path):
-    run_cli("init", "--db", pg_url)
-    sqlite = tmp_path / "same.sqlite"
-    run_cli("init", db=sqlite)
+def test_seed_loads_and_dumps_to_the_same_bytes(pg_seeded_url, tmp_path, seeded_db):
+    pg_url = pg_seeded_url  # what `tpsdb init` builds on PostgreSQL (once for the session), copied
+    sqlite = seeded_db  # what `tpsdb init` builds on SQLite (once for the run), copied
     assert run_cli("export", "--db", pg_url).stdout == run_cli("export", db=sqlite).stdout
     run_cli("export-seed", "--out", str(tmp_path / "pg.sql"), "--db", pg_url)
     run_cli("export-seed", "--out", str(tmp_path / "lite.sql"), db=sqlite)
@@ -82,9 +81,9 @@ def _one_error_line(result) -> str:
     return lines[0]
 
 
-def test_d1_the_text_cannot_end_the_read_only_transaction(pg_url):
+def test_d1_the_text_cannot_end_the_read_only_transaction(pg_seeded_url):
     """PG2 and PG3: `commit; …` used to end the read-only transaction and delete or corrupt every figure."""
-    run_cli("init", "--db", pg_url)
+    pg_url = pg_seeded_url
     with _psql(pg_url) as conn:
         before = conn.execute("select count(*), sum(tokens_per_second) from measurement").fetchone()
     assert before[0] == SEED_MEASUREMENTS

@@ -12,11 +12,12 @@ import shutil
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
-from conftest import ROOT, SEED_MEASUREMENTS, run_cli
+from conftest import ROOT, SEED_MEASUREMENTS
 from tpsdb.cli import app
 
 INFINITE = "with recursive r(n) as (select 1 union all select n+1 from r) select count(*) from r"
@@ -25,10 +26,8 @@ TEN_MILLION = ("with recursive r(n) as (select 1 union all select n+1 from r whe
 
 
 @pytest.fixture(scope="module")
-def seeded(tmp_path_factory):
-    path = tmp_path_factory.mktemp("seeded") / "seeded.sqlite"
-    run_cli("init", db=path)
-    return path
+def seeded(tmp_path_factory, seeded_template):
+    return Path(shutil.copy(seeded_template, tmp_path_factory.mktemp("seeded") / "seeded.sqlite"))
 
 
 @pytest.fixture

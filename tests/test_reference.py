@@ -161,11 +161,8 @@ def test_d17_a_reference_value_conflicting_with_a_record_is_refused(tmp_path, em
            "https://github.com/ggml-org/llama.cpp/discussions/16578 already stored" in result.stderr
 
 
-def test_the_shipped_reference_files_load_into_the_seeded_database(tmp_path):
-    from conftest import run_cli
-
-    seeded = tmp_path / "seeded.sqlite"
-    run_cli("init", db=seeded)
+def test_the_shipped_reference_files_load_into_the_seeded_database(seeded_db):
+    seeded = seeded_db
     before = reference_rows(seeded)
     result = tpsdb("reference", *SHIPPED, "--db", str(seeded))
     assert result.exit_code == 0, result.output

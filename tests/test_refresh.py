@@ -191,9 +191,8 @@ def test_x7_refresh_lock_is_git_ignored():
 
 
 # --- first-use review, finding 16: a failed refresh rewrites no source row -----------------------------------
-def test_failed_refresh_leaves_the_source_rows_as_they_were(tmp_path):
-    db = tmp_path / "seeded.sqlite"
-    run_cli("init", db=db)  # the seed holds 4167 without its key, title or licence
+def test_failed_refresh_leaves_the_source_rows_as_they_were(seeded_db):
+    db = seeded_db  # the seed holds 4167 without its key, title or licence
     before = rows(db, "select * from source order by id")
     with socket.socket() as closed:  # a port nothing listens on: the network is down
         closed.bind(("127.0.0.1", 0))

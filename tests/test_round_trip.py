@@ -19,17 +19,15 @@ def round_trips(db, tmp_path) -> tuple[str, str, str]:
     return first, added.stdout, run_cli("export", db=empty).stdout
 
 
-def test_the_seed_round_trips_byte_for_byte(tmp_path):
-    seeded = tmp_path / "seeded.sqlite"
-    run_cli("init", db=seeded)
+def test_the_seed_round_trips_byte_for_byte(tmp_path, seeded_db):
+    seeded = seeded_db
     first, added, second = round_trips(seeded, tmp_path)
     assert first and "0 rejections added" in added
     assert second == first
 
 
-def test_a_refreshed_database_round_trips_byte_for_byte(tmp_path):
-    db = tmp_path / "refreshed.sqlite"
-    run_cli("init", db=db)
+def test_a_refreshed_database_round_trips_byte_for_byte(tmp_path, seeded_db):
+    db = seeded_db
     before = len(run_cli("export", db=db).stdout.splitlines())
     with FixtureServer() as server:
         refresh(db, server)

@@ -52,9 +52,8 @@ def test_migrated_database_has_the_views(tmp_path):
     assert {"measurement_full", "rejection_full", "measurement_history"} <= views
 
 
-def test_seed_is_deterministic_and_round_trips(tmp_path):
-    seeded = tmp_path / "seeded.sqlite"
-    run_cli("init", db=seeded)
+def test_seed_is_deterministic_and_round_trips(tmp_path, seeded_db):
+    seeded = seeded_db
     first, second = tmp_path / "a.sql", tmp_path / "b.sql"
     run_cli("export-seed", "--out", str(first), db=seeded)
     run_cli("export-seed", "--out", str(second), db=seeded)
@@ -82,9 +81,8 @@ def test_a_seeded_number_is_the_one_its_literal_writes(tmp_path):
     assert [s for _, _, s in stored] == [f"avg_ts: {x!r}; ? it's 3.5e2" for x in numbers]
 
 
-def test_init_on_an_existing_database_keeps_its_data(tmp_path):
-    path = tmp_path / "keep.sqlite"
-    run_cli("init", db=path)
+def test_init_on_an_existing_database_keeps_its_data(seeded_db):
+    path = seeded_db
     before = run_cli("export", db=path).stdout
     out = run_cli("init", db=path)
     assert "loaded" not in out.stderr

@@ -6,6 +6,7 @@ import csv
 import io
 import json
 import re
+import shutil
 import socket
 import sqlite3
 import subprocess
@@ -33,10 +34,9 @@ QUERIES = ("fastest_generation", "same_file_across_machines", "share_of_computed
 
 
 @pytest.fixture(scope="module")
-def seeded(tmp_path_factory) -> Path:
+def seeded(tmp_path_factory, seeded_template) -> Path:
     """The seed, plus one figure whose quote is hostile markup."""
-    path = tmp_path_factory.mktemp("serve") / "tpsdb.sqlite"
-    run_cli("init", db=path)
+    path = Path(shutil.copy(seeded_template, tmp_path_factory.mktemp("serve") / "tpsdb.sqlite"))
     engine = db.make_engine(str(path))
     with Session(engine) as session:
         store = Store(session)
