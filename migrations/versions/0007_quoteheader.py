@@ -2,7 +2,7 @@
 figure was extracted, so publishing never re-reads archived pages to find it; measurement_full and rejection_full
 show it beside the quote
 
-Revision ID: 0010_quoteheader
+Revision ID: 0007_quoteheader
 Revises: 0006_conformance
 Create Date: 2026-12-06 03:00:00
 """
@@ -12,7 +12,7 @@ from pathlib import Path
 import sqlalchemy as sa
 from alembic import op
 
-revision = '0010_quoteheader'
+revision = '0007_quoteheader'
 down_revision = '0006_conformance'
 branch_labels = None
 depends_on = None
