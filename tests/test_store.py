@@ -73,8 +73,9 @@ def test_remembered_option_sets_are_spelled_as_canonical_json(options):
 # ------------------------------------------------------------------------------------- the record <-> row mapping
 # A record stating every field the format has, each with a value no default would give.
 EVERY_FIELD = changed(lambda r: (
-    r["source"].update(author="someone", quote_header="| model | size | params | backend | test | t/s |", via={"title": "An article", "publisher": "QDNA",
-                                              "published_at": "2026-08-30", "url": "https://example.org/article"}),
+    r["source"].update(author="someone", quote_header="| model | backend | test | t/s |",
+                       via={"title": "An article", "publisher": "QDNA", "published_at": "2026-08-30",
+                            "url": "https://example.org/article"}),
     r["hardware"].update(memory_bandwidth_gbs=273.0, memory_gb=128.0, gpu_cores=48),
     r["model"].update(active_params_b=5.13),
     r["lengths"].update(prompt_tokens=512, context_depth=4096),
