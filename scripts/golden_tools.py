@@ -8,10 +8,10 @@ printed with every field of its record, its slot and its rejection reasons, keye
 The tests' own inline texts are checked by the tests; as a further net, every string literal of tests/*.py that
 holds a tool output's trigger words is read too (keyed by file and the text's hash, so that an edit elsewhere in
 the test file moves no key). To print main's output on today's texts, put main's package first on the path:
-`git worktree add /tmp/main-code main; PYTHONPATH=/tmp/main-code python bench/golden_tools.py`.
+`git worktree add /tmp/main-code main; PYTHONPATH=/tmp/main-code python scripts/golden_tools.py`.
 Reads files and prints; writes nothing.
 
-    python bench/golden_tools.py > /tmp/before.json   # then, after a change: diff against a new run
+    python scripts/golden_tools.py > /tmp/before.json   # then, after a change: diff against a new run
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Golden output of the extraction: every candidate figure of every fixture, printed as sorted JSON.
 
-    python bench/golden_extract.py > /tmp/before.json   # then change the extractor, run again, and diff
+    python scripts/golden_extract.py > /tmp/before.json   # then change the extractor, run again, and diff
 
 A change meant to make extraction faster must leave this output byte for byte the same. It reads, in place and
 without the network: the page fixtures (tests/fixtures/github and ../shared/fixtures/github: pages -> posts ->
