@@ -209,13 +209,23 @@ class KnownKeys:
                 self._load_all()
                 state = self._keys.get(key)
             else:
-                conn = self.session.connection()
-                marker = "?" if conn.dialect.paramstyle == "qmark" else "%s"
-                row = conn.exec_driver_sql(self._sql + marker, (key,)).first()
+                row = self._lookup(key)
                 state = self._keys[key] = (row[0], row[1]) if row else (None, None)
         if state is None or state[1] is None:
             return None
         return state  # type: ignore[return-value]
+
+    def _lookup(self, key: str) -> tuple | None:
+        """One key's row, straight through the driver's cursor (SQLAlchemy's statement handling would cost more
+        than the indexed SELECT itself, asked once per record), in the session's transaction."""
+        conn = self.session.connection()
+        marker = "?" if conn.dialect.paramstyle == "qmark" else "%s"
+        cursor = conn.connection.cursor()
+        try:
+            cursor.execute(self._sql + marker, (key,))
+            return cursor.fetchone()
+        finally:
+            cursor.close()
 
     def __contains__(self, key: str) -> bool:
         return self.get(key) is not None
