@@ -213,7 +213,7 @@ class KnownKeys:
                 state = self._keys[key] = (row[0], row[1]) if row else (None, None)
         if state is None or state[1] is None:
             return None
-        return state  # type: ignore[return-value]
+        return state
 
     def _lookup(self, key: str) -> tuple | None:
         """One key's row, straight through the driver's cursor (SQLAlchemy's statement handling would cost more
