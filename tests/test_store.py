@@ -15,7 +15,7 @@ from tpsdb import rowmap
 from tpsdb.db import make_engine
 from tpsdb.models import Hardware, Measurement, Model, ModelFile, Software
 from tpsdb.record import Record, validate
-from tpsdb.store import Store, canonical_json, iter_measurement_records, options_json, prepare, prepare_json
+from tpsdb.store import KnownKeys, Store, canonical_json, iter_measurement_records, options_json, prepare, prepare_json
 
 
 def changed(change):
@@ -145,3 +145,41 @@ def test_an_absent_optional_block_reads_back_absent(empty_db):
     assert exported["source"]["via"] is None
     assert all(row[f.column] is None for f in rowmap.MEASUREMENT if f.path.startswith(rowmap.OPTIONAL + "."))
     assert exported == validate(VALID_RECORD).record.to_json_dict()
+
+
+def _figure(n: int) -> dict:
+    return changed(lambda r: r["source"].update(url=f"{VALID_RECORD['source']['url']}#figure-{n}"))
+
+
+@pytest.mark.parametrize("load_all_after", [2, 10_000], ids=["whole table after two keys", "key by key"])
+def test_known_keys_are_the_same_asked_key_by_key_or_loaded_whole(empty_db, monkeypatch, load_all_after):
+    """A store asks the database about each natural key as it meets it, and loads the whole table once it has
+    asked about many: either way a stored figure is unchanged, a withdrawn one comes back under its id, and what
+    the store queued (not flushed yet) is known."""
+    engine = make_engine(f"sqlite:///{empty_db}")
+    rejected = CANDIDATES["missing version"]
+    with Session(engine) as session:
+        store = Store(session)
+        assert [store.put(_figure(n)).outcome for n in range(3)] == ["accepted"] * 3
+        assert store.put(rejected).outcome == "rejected"
+        store.flush()
+        session.commit()
+    with sqlite3.connect(empty_db) as conn:
+        withdrawn_id = conn.execute("SELECT id FROM measurement WHERE source_url LIKE '%#figure-1'").fetchone()[0]
+        conn.execute("UPDATE measurement SET status = 'withdrawn' WHERE id = ?", (withdrawn_id,))
+    monkeypatch.setattr(KnownKeys, "LOAD_ALL_AFTER", load_all_after)
+    with Session(engine) as session:
+        store = Store(session)
+        outcomes = [store.put(candidate).outcome
+                    for candidate in (_figure(3), _figure(0), _figure(4), _figure(3), _figure(1), _figure(2),
+                                      rejected, _figure(4))]
+        store.flush()
+        session.commit()
+    assert outcomes == ["accepted", "accepted_unchanged", "accepted", "accepted_unchanged", "accepted",
+                        "accepted_unchanged", "rejected_unchanged", "accepted_unchanged"]
+    with sqlite3.connect(empty_db) as conn:
+        rows = conn.execute("SELECT id, status FROM measurement ORDER BY id").fetchall()
+        assert conn.execute("SELECT count(*) FROM rejection").fetchone()[0] == 1
+    assert len(rows) == 5 and {status for _, status in rows} == {"active"}
+    assert withdrawn_id in {row_id for row_id, _ in rows}
+    engine.dispose()

@@ -185,6 +185,64 @@ def _finite(value: Any) -> float | None:
     return number if math.isfinite(number) else None
 
 
+class KnownKeys:
+    """The natural keys of one table (figure_key or candidate_key) this store has asked about: (id, status) of each,
+    id None while the row waits in the queue, status None when not stored.
+
+    A key is looked up when first asked (one indexed SELECT): a refresh or `load` puts a few hundred figures per
+    source, and loading every stored key for each source made a seed load cost sources x rows. Once a store has
+    asked about LOAD_ALL_AFTER keys (a bulk add), it loads the whole table once instead of asking per record.
+    """
+
+    LOAD_ALL_AFTER = 2000
+
+    def __init__(self, session: Session, model_cls, key_column: str):
+        self.session, self.model_cls, self.key_column = session, model_cls, key_column
+        self._keys: dict[str, tuple[int | None, str | None]] = {}
+        self._all = False
+        self._sql = f"SELECT id, status FROM {model_cls.__tablename__} WHERE {key_column} = "
+
+    def get(self, key: str) -> tuple[int | None, str] | None:
+        state = self._keys.get(key)
+        if state is None and not self._all:
+            if len(self._keys) >= self.LOAD_ALL_AFTER:
+                self._load_all()
+                state = self._keys.get(key)
+            else:
+                row = self._lookup(key)
+                state = self._keys[key] = (row[0], row[1]) if row else (None, None)
+        if state is None or state[1] is None:
+            return None
+        return state
+
+    def _lookup(self, key: str) -> tuple | None:
+        """One key's row, straight through the driver's cursor (SQLAlchemy's statement handling would cost more
+        than the indexed SELECT itself, asked once per record), in the session's transaction."""
+        conn = self.session.connection()
+        marker = "?" if conn.dialect.paramstyle == "qmark" else "%s"
+        cursor = conn.connection.cursor()
+        try:
+            cursor.execute(self._sql + marker, (key,))
+            return cursor.fetchone()
+        finally:
+            cursor.close()
+
+    def __contains__(self, key: str) -> bool:
+        return self.get(key) is not None
+
+    def __setitem__(self, key: str, state: tuple[int | None, str]) -> None:
+        self._keys[key] = state
+
+    def _load_all(self) -> None:
+        """Every stored key; what this store queued or changed (not all of it flushed yet) stays as it says."""
+        column = getattr(self.model_cls, self.key_column)
+        rows = self.session.exec(select(column, self.model_cls.id, self.model_cls.status)).all()
+        mine = {k: v for k, v in self._keys.items() if v[1] is not None}
+        self._keys = {k: (i, st) for k, i, st in rows}
+        self._keys.update(mine)
+        self._all = True
+
+
 class Store:
     """Reference lookups are cached per session: a bulk add resolves each hardware or model once."""
 
@@ -193,7 +251,7 @@ class Store:
         self.today = today
         self._pending: dict[type, list[tuple]] = {}
         self._rows: dict[type, dict[tuple, Any]] = {}
-        self._known_keys: dict[type, dict[str, tuple[int | None, str]]] = {}
+        self._known_keys: dict[type, KnownKeys] = {}
         self._source_ids: dict[str, int] = {}
         self._hardware_ids: dict[tuple, int] = {}
         self._file_ids: dict[tuple, int] = {}
@@ -390,12 +448,11 @@ class Store:
                                    {"build_number": number, "build_commit": commit})
 
     # ----------------------------------------------------------------------------------------------- put
-    def _known(self, model_cls, key_column: str) -> dict[str, tuple[int | None, str]]:
-        """Natural keys already stored, loaded once: a bulk add must not ask the database once per record."""
+    def _known(self, model_cls, key_column: str) -> KnownKeys:
+        """The natural keys of a table, as stored and as queued by this store (see KnownKeys)."""
         known = self._known_keys.get(model_cls)
         if known is None:
-            rows = self.session.exec(select(getattr(model_cls, key_column), model_cls.id, model_cls.status)).all()
-            known = self._known_keys[model_cls] = {k: (i, st) for k, i, st in rows}
+            known = self._known_keys[model_cls] = KnownKeys(self.session, model_cls, key_column)
         return known
 
     def put(self, candidate: Any, provenance: Provenance | None = None) -> PutResult:
