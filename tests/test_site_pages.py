@@ -12,6 +12,7 @@ import shutil
 import pytest
 from sqlalchemy import create_engine, text
 
+from conftest import run_cli
 from test_publish import M1, SPARK, ULTRA, build_db, rec
 from tpsdb.publish.definitions import load_definitions
 from tpsdb.publish.site import DOWNLOADS, publish_site
@@ -206,3 +207,17 @@ def test_the_biggest_entity_page_stays_under_a_bound(paged, tmp_path):
     with pytest.raises(ValueError, match="figures per page: 0"):
         publish_site(engine, load_definitions(), tmp_path / "none", figures_per_page=0)
 
+
+
+def test_publish_takes_the_page_size_from_the_command_line(paged, tmp_path):
+    """`tpsdb publish --figures-per-page N` pages a machine as publish_site(figures_per_page=N) does; N < 1 is a
+    usage error naming the option, with nothing written."""
+    site, spark = paged
+    db = site.parent / "t.sqlite"
+    out = tmp_path / "cli-site"
+    run_cli("publish", "--out", str(out), "--figures-per-page", "3", db=db)
+    assert sorted(p.name for p in out.glob("machine-nvidia-dgx-spark*.html")) == sorted(SPARK_PAGES)
+    assert {i for name in SPARK_PAGES for i in _figure_ids(out / name)} == spark
+    refused = run_cli("publish", "--out", str(tmp_path / "none"), "--figures-per-page", "0", db=db, check=False)
+    assert refused.returncode == 2 and "--figures-per-page" in refused.stderr
+    assert not (tmp_path / "none").exists()

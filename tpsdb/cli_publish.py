@@ -75,6 +75,10 @@ def publish(
                                       "published into before (it replaces only its own files there).")] = Path("site"),
     force: Annotated[bool, typer.Option("--force", help="Publish into a folder holding other files, overwriting "
                                         "those named like the site's.")] = False,
+    figures_per_page: Annotated[int | None, typer.Option(
+        "--figures-per-page", metavar="N", min=1,
+        help="Figures listed on one page of a machine or model: its summary comes first, the list goes on over "
+             "numbered pages (default 500).")] = None,
     tables_dir: TablesDirOption = TABLES_DIR,
     db_url: DbOption = None,
 ) -> None:
@@ -91,7 +95,8 @@ def publish(
 
     try:
         with Progress("publish") as meter:  # on a terminal only: files written of the total
-            written = publish_site(engine, definitions, out, force=force, progress=meter.update)
+            paging = {"figures_per_page": figures_per_page} if figures_per_page else {}
+            written = publish_site(engine, definitions, out, force=force, progress=meter.update, **paging)
     except SiteFolderError as error:
         fail(str(error))
     except OSError as error:
