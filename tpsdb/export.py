@@ -34,13 +34,44 @@ def export(engine, out: TextIO, fmt: str = "jsonl", *, rejections: bool = False,
     else:
         items = ((record, None) for record in iter_measurement_records(engine, include_inactive))
     try:
-        if fmt == "csv":
-            return _write_csv(out, items, rejections)
-        return _write_json(out, (record for record, _ in items), array=fmt == "json")
-    except StoredRecordError as error:  # a row an older tpsdb let in (an inf speed, D3): no record may carry it
-        raise ExportError(f"export: record {error.number or '?'} (source {error.url}) holds a non-finite number or "
-                          f"another value no record may carry ({error.reason}); fix or withdraw it in the "
-                          "database (tpsdb query shows it)") from None
+        return _write(out, items, fmt, rejections)
+    except StoredRecordError as error:
+        raise _stored_error(error) from None
+
+
+def read_measurements(engine) -> tuple[list[dict], ExportError | None]:
+    """The active measurements as records, read once for several exports (the site writes them as CSV and as
+    JSONL): the records, and the error of the first stored row no record may carry (the records stop before it),
+    or None. Building a record costs more than writing it, so reading once halves the work of two exports."""
+    records: list[dict] = []
+    try:
+        for record in iter_measurement_records(engine):
+            records.append(record)
+    except StoredRecordError as error:
+        return records, _stored_error(error)
+    return records, None
+
+
+def write_measurements(records: list[dict], out: TextIO, fmt: str) -> int:
+    """Write records from read_measurements to `out` as export(engine, out, fmt) would write them; returns how
+    many. Raises ExportError on a non-finite number (after the records before it). The records are not changed,
+    so the same list can be written again in another format."""
+    if fmt not in FORMATS:
+        raise ValueError(f"format {fmt!r} is not one of {', '.join(FORMATS)}")
+    return _write(out, ((record, None) for record in records), fmt, rejections=False)
+
+
+def _write(out: TextIO, items: Iterator[tuple], fmt: str, rejections: bool) -> int:
+    if fmt == "csv":
+        return _write_csv(out, items, rejections)
+    return _write_json(out, (record for record, _ in items), array=fmt == "json")
+
+
+def _stored_error(error: StoredRecordError) -> ExportError:
+    # a row an older tpsdb let in (an inf speed, D3): no record may carry it
+    return ExportError(f"export: record {error.number or '?'} (source {error.url}) holds a non-finite number or "
+                       f"another value no record may carry ({error.reason}); fix or withdraw it in the "
+                       "database (tpsdb query shows it)")
 
 
 def _write_json(out: TextIO, records: Iterator, array: bool) -> int:
@@ -64,10 +95,12 @@ def _write_json(out: TextIO, records: Iterator, array: bool) -> int:
 def _write_csv(out: TextIO, items: Iterator[tuple], rejections: bool) -> int:
     rows = []
     writer = None
+    fields: list[str] = []
     count = 0
     for count, (record, reasons) in enumerate(items, 1):
-        if not rejections and record["source"].get("via") is None:  # same columns for every row
-            record["source"]["via"] = dict.fromkeys(Via.model_fields)
+        if not rejections and record["source"].get("via") is None:
+            # same columns for every row; on a copy, as the caller may write the same records again as JSONL
+            record = {**record, "source": {**record["source"], "via": dict.fromkeys(Via.model_fields)}}
         flat = flatten(record) if isinstance(record, dict) else {"record": json.dumps(record, ensure_ascii=False)}
         if any(isinstance(v, float) and not math.isfinite(v) for v in flat.values()):
             raise ExportError(_non_finite(count, record))
@@ -75,9 +108,13 @@ def _write_csv(out: TextIO, items: Iterator[tuple], rejections: bool) -> int:
             rows.append({"reasons": json.dumps(reasons, ensure_ascii=False), **flat})
             continue
         if writer is None:
-            writer = csv.DictWriter(out, fieldnames=list(flat), lineterminator="\n")
+            fields = list(flat)
+            writer = csv.DictWriter(out, fieldnames=fields, lineterminator="\n")
             writer.writeheader()
-        writer.writerow({key: spreadsheet_safe(value) for key, value in flat.items()})
+        if list(flat) == fields:  # the usual row: its values in column order, without DictWriter's lookups
+            writer.writer.writerow([spreadsheet_safe(value) for value in flat.values()])
+        else:
+            writer.writerow({key: spreadsheet_safe(value) for key, value in flat.items()})
     if rejections and rows:
         columns = list(dict.fromkeys(key for row in rows for key in row))
         writer = csv.DictWriter(out, fieldnames=columns, lineterminator="\n")

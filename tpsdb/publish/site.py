@@ -12,7 +12,7 @@ from jinja2 import Environment
 from sqlalchemy import text
 from sqlmodel import Session
 
-from ..export import ExportError
+from ..export import ExportError, read_measurements, write_measurements
 from ..export import export as export_records
 from ..output import write_atomic
 from . import entities as entity_pages
@@ -222,15 +222,22 @@ def _write_entity_pages(engine, entities: entity_pages.Entities, out: Path, step
 
 
 def _write_downloads(engine, out: Path) -> list[Path]:
-    """The whole dataset: the accepted figures as CSV and as JSONL records, the rejections as JSONL."""
+    """The whole dataset: the accepted figures as CSV and as JSONL records, the rejections as JSONL. The figures
+    are read once for both of their files (making a record costs more than writing it)."""
+    records, _ = read_measurements(engine)  # a row no record may carry: the records before it, as export writes
     written = []
-    for name, fmt, rejections in ((DOWNLOADS["csv"], "csv", False), (DOWNLOADS["jsonl"], "jsonl", False),
-                                  (DOWNLOADS["rejections"], "jsonl", True)):
+    for name, fmt in ((DOWNLOADS["csv"], "csv"), (DOWNLOADS["jsonl"], "jsonl")):
         buffer = io.StringIO()
         try:
-            export_records(engine, buffer, fmt, rejections=rejections)
+            write_measurements(records, buffer, fmt)
         except ExportError:  # a non-finite number, which no format can hold: the records before it (the pages
             pass             # show such a figure empty, as has_non_finite tells them)
         _write(out / name, buffer.getvalue())
         written.append(out / name)
-    return written
+    buffer = io.StringIO()
+    try:
+        export_records(engine, buffer, "jsonl", rejections=True)
+    except ExportError:
+        pass
+    _write(out / DOWNLOADS["rejections"], buffer.getvalue())
+    return written + [out / DOWNLOADS["rejections"]]
