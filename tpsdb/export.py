@@ -126,16 +126,20 @@ def _write_csv(out: TextIO, items: Iterator[tuple], rejections: bool) -> int:
 def flatten(record: dict, prefix: str = "") -> dict:
     """A record as one CSV row: nested objects become dotted columns (`source.url`); lists, and the free-form
     `software.options` and `nature.inputs`, stay JSON text in one cell."""
-    flat = {}
-    for key, value in record.items():
-        name = f"{prefix}{key}"
-        if isinstance(value, dict) and key not in ("options", "inputs"):
-            flat.update(flatten(value, name + "."))
-        elif isinstance(value, (dict, list)):
-            flat[name] = json.dumps(value, sort_keys=True, ensure_ascii=False)
-        else:
-            flat[name] = value
+    flat: dict = {}
+    _flatten_into(flat, record, prefix)
     return flat
+
+
+def _flatten_into(flat: dict, record: dict, prefix: str) -> None:
+    # into one dict, not a dict per nested object merged upwards: a download flattens every figure
+    for key, value in record.items():
+        if isinstance(value, dict) and key not in ("options", "inputs"):
+            _flatten_into(flat, value, f"{prefix}{key}.")
+        elif isinstance(value, (dict, list)):
+            flat[prefix + key] = json.dumps(value, sort_keys=True, ensure_ascii=False)
+        else:
+            flat[prefix + key] = value
 
 
 def _non_finite(number: int, record) -> str:

@@ -205,10 +205,11 @@ def _write_entity_pages(engine, entities: entity_pages.Entities, out: Path, step
     written = []
     index = entity_pages.by_test(entities)
     known: dict[tuple, list[dict]] = {}  # the computed maxima, each needed by a machine's and a model's page
+    rows = entity_pages.FigureRows()  # and each figure's row, but for the cell naming the other one
     with Session(engine) as session:
         for entity in [*entities.machines.values(), *entities.models.values()]:
             pages = entity_pages.render_entity_pages(session, entity, entities, index, figures_per_page,
-                                                       known)
+                                                       known, rows)
             for number, (name, content) in enumerate(pages, start=1):
                 title = entity.name if number == 1 else f"{entity.name}: figures, page {number} of {len(pages)}"
                 _write(out / name, render_page(title, [content], nav="index.html", footer=FOOTER))
