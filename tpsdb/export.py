@@ -39,26 +39,29 @@ def export(engine, out: TextIO, fmt: str = "jsonl", *, rejections: bool = False,
         raise _stored_error(error) from None
 
 
-def read_measurements(engine) -> tuple[list[dict], ExportError | None]:
-    """The active measurements as records, read once for several exports (the site writes them as CSV and as
-    JSONL): the records, and the error of the first stored row no record may carry (the records stop before it),
-    or None. Building a record costs more than writing it, so reading once halves the work of two exports."""
-    records: list[dict] = []
+def export_measurements(engine, outs: dict[str, TextIO]) -> dict[str, ExportError]:
+    """Write the active measurements to several outputs at once, each record made once for all of them (making it
+    costs more than writing it; the site writes its downloads as CSV and as JSONL). `outs` maps a format (jsonl or
+    csv) to its output; each gets what export(engine, out, fmt) writes. Returns the formats that stopped early on
+    a record they cannot carry, with the ExportError export would raise (the records before it are written)."""
+    for fmt in outs:
+        if fmt not in ("jsonl", "csv"):
+            raise ValueError(f"format {fmt!r} is not one of jsonl, csv")
+    live = {fmt: _CsvRows(out) if fmt == "csv" else _JsonLines(out) for fmt, out in outs.items()}
+    stopped: dict[str, ExportError] = {}
     try:
         for record in iter_measurement_records(engine):
-            records.append(record)
+            for fmt, writer in list(live.items()):
+                try:
+                    writer.add(record)
+                except ExportError as error:
+                    stopped[fmt] = error
+                    del live[fmt]
+            if not live:
+                break
     except StoredRecordError as error:
-        return records, _stored_error(error)
-    return records, None
-
-
-def write_measurements(records: list[dict], out: TextIO, fmt: str) -> int:
-    """Write records from read_measurements to `out` as export(engine, out, fmt) would write them; returns how
-    many. Raises ExportError on a non-finite number (after the records before it). The records are not changed,
-    so the same list can be written again in another format."""
-    if fmt not in FORMATS:
-        raise ValueError(f"format {fmt!r} is not one of {', '.join(FORMATS)}")
-    return _write(out, ((record, None) for record in records), fmt, rejections=False)
+        stopped.update(dict.fromkeys(live, _stored_error(error)))
+    return stopped
 
 
 def _write(out: TextIO, items: Iterator[tuple], fmt: str, rejections: bool) -> int:
@@ -74,52 +77,85 @@ def _stored_error(error: StoredRecordError) -> ExportError:
                        "database (tpsdb query shows it)")
 
 
+def _json_text(number: int, record) -> str:
+    try:  # never the non-standard Infinity/NaN, which other JSON readers refuse
+        return json.dumps(record, ensure_ascii=False, sort_keys=False, allow_nan=False)
+    except ValueError:
+        raise ExportError(_non_finite(number, record)) from None
+
+
 def _write_json(out: TextIO, records: Iterator, array: bool) -> int:
+    if not array:
+        lines = _JsonLines(out)
+        for record in records:
+            lines.add(record)
+        return lines.count
     count = 0
-    if array:
-        out.write("[")
+    out.write("[")
     for count, record in enumerate(records, 1):
-        try:  # never the non-standard Infinity/NaN, which other JSON readers refuse
-            text = json.dumps(record, ensure_ascii=False, sort_keys=False, allow_nan=False)
-        except ValueError:
-            raise ExportError(_non_finite(count, record)) from None
-        if array:
-            out.write(("\n" if count == 1 else ",\n") + text)
-        else:
-            out.write(text + "\n")
-    if array:
-        out.write("\n]\n" if count else "]\n")
+        out.write(("\n" if count == 1 else ",\n") + _json_text(count, record))
+    out.write("\n]\n" if count else "]\n")
     return count
 
 
+class _JsonLines:
+    """JSONL written a record at a time."""
+
+    def __init__(self, out: TextIO):
+        self.out, self.count = out, 0
+
+    def add(self, record) -> None:
+        self.count += 1
+        self.out.write(_json_text(self.count, record) + "\n")
+
+
+class _CsvRows:
+    """Measurement records as CSV rows written a record at a time: the first record's columns are the header."""
+
+    def __init__(self, out: TextIO):
+        self.out, self.count = out, 0
+        self.writer: csv.DictWriter | None = None
+        self.fields: list[str] = []
+
+    def add(self, record: dict) -> None:
+        self.count += 1
+        if record["source"].get("via") is None:
+            # same columns for every row; on a copy, as the record may be written again as JSONL
+            record = {**record, "source": {**record["source"], "via": dict.fromkeys(Via.model_fields)}}
+        flat = _finite_row(self.count, record)
+        if self.writer is None:
+            self.fields = list(flat)
+            self.writer = csv.DictWriter(self.out, fieldnames=self.fields, lineterminator="\n")
+            self.writer.writeheader()
+        if list(flat) == self.fields:  # the usual row: its values in column order, without DictWriter's lookups
+            self.writer.writer.writerow([spreadsheet_safe(value) for value in flat.values()])
+        else:
+            self.writer.writerow({key: spreadsheet_safe(value) for key, value in flat.items()})
+
+
+def _finite_row(number: int, record) -> dict:
+    flat = flatten(record) if isinstance(record, dict) else {"record": json.dumps(record, ensure_ascii=False)}
+    if any(isinstance(v, float) and not math.isfinite(v) for v in flat.values()):
+        raise ExportError(_non_finite(number, record))
+    return flat
+
+
 def _write_csv(out: TextIO, items: Iterator[tuple], rejections: bool) -> int:
-    rows = []
-    writer = None
-    fields: list[str] = []
+    if not rejections:
+        rows = _CsvRows(out)
+        for record, _ in items:
+            rows.add(record)
+        return rows.count
+    candidates = []
     count = 0
     for count, (record, reasons) in enumerate(items, 1):
-        if not rejections and record["source"].get("via") is None:
-            # same columns for every row; on a copy, as the caller may write the same records again as JSONL
-            record = {**record, "source": {**record["source"], "via": dict.fromkeys(Via.model_fields)}}
-        flat = flatten(record) if isinstance(record, dict) else {"record": json.dumps(record, ensure_ascii=False)}
-        if any(isinstance(v, float) and not math.isfinite(v) for v in flat.values()):
-            raise ExportError(_non_finite(count, record))
-        if rejections:  # candidates differ in their keys: every row is needed to know the columns
-            rows.append({"reasons": json.dumps(reasons, ensure_ascii=False), **flat})
-            continue
-        if writer is None:
-            fields = list(flat)
-            writer = csv.DictWriter(out, fieldnames=fields, lineterminator="\n")
-            writer.writeheader()
-        if list(flat) == fields:  # the usual row: its values in column order, without DictWriter's lookups
-            writer.writer.writerow([spreadsheet_safe(value) for value in flat.values()])
-        else:
-            writer.writerow({key: spreadsheet_safe(value) for key, value in flat.items()})
-    if rejections and rows:
-        columns = list(dict.fromkeys(key for row in rows for key in row))
+        # candidates differ in their keys: every row is needed to know the columns
+        candidates.append({"reasons": json.dumps(reasons, ensure_ascii=False), **_finite_row(count, record)})
+    if candidates:
+        columns = list(dict.fromkeys(key for row in candidates for key in row))
         writer = csv.DictWriter(out, fieldnames=columns, lineterminator="\n")
         writer.writeheader()
-        writer.writerows({key: spreadsheet_safe(value) for key, value in row.items()} for row in rows)
+        writer.writerows({key: spreadsheet_safe(value) for key, value in row.items()} for row in candidates)
     return count
 
 

@@ -344,8 +344,9 @@ class FigureRows:
         self._parts: dict[int, tuple[str, str, str]] = {}
 
     def parts(self, f: dict) -> tuple[str, str, str]:
-        """The row before the cell naming the machine or model, between it and the computed maximum's, and after."""
-        found = self._parts.get(f["measurement_id"])
+        """The row before the cell naming the machine or model, between it and the computed maximum's, and after.
+        Kept until asked for the second time (its other page), then let go: the site's rows are tens of MB."""
+        found = self._parts.pop(f["measurement_id"], None)
         if found is None:
             found = self._parts[f["measurement_id"]] = self._render(f)
         return found

@@ -4,17 +4,17 @@ from any static web server."""
 
 from __future__ import annotations
 
-import io
 import json
+from contextlib import ExitStack
 from pathlib import Path
 
 from jinja2 import Environment
 from sqlalchemy import text
 from sqlmodel import Session
 
-from ..export import ExportError, read_measurements, write_measurements
+from ..export import ExportError, export_measurements
 from ..export import export as export_records
-from ..output import write_atomic
+from ..output import atomic_file, write_atomic
 from . import entities as entity_pages
 from .charts import chart_svg
 from .definitions import Definition
@@ -224,21 +224,16 @@ def _write_entity_pages(engine, entities: entity_pages.Entities, out: Path, step
 
 def _write_downloads(engine, out: Path) -> list[Path]:
     """The whole dataset: the accepted figures as CSV and as JSONL records, the rejections as JSONL. The figures
-    are read once for both of their files (making a record costs more than writing it)."""
-    records, _ = read_measurements(engine)  # a row no record may carry: the records before it, as export writes
-    written = []
-    for name, fmt in ((DOWNLOADS["csv"], "csv"), (DOWNLOADS["jsonl"], "jsonl")):
-        buffer = io.StringIO()
+    are read once for both of their files (making a record costs more than writing it), and written to disk as
+    they come rather than held whole (tens of MB each)."""
+    figures = {"csv": out / DOWNLOADS["csv"], "jsonl": out / DOWNLOADS["jsonl"]}
+    with ExitStack() as files:
+        # a non-finite number, which no format can hold, ends a file: the records before it (the pages show such
+        # a figure empty, as has_non_finite tells them)
+        export_measurements(engine, {fmt: files.enter_context(atomic_file(path)) for fmt, path in figures.items()})
+    with atomic_file(out / DOWNLOADS["rejections"]) as handle:
         try:
-            write_measurements(records, buffer, fmt)
-        except ExportError:  # a non-finite number, which no format can hold: the records before it (the pages
-            pass             # show such a figure empty, as has_non_finite tells them)
-        _write(out / name, buffer.getvalue())
-        written.append(out / name)
-    buffer = io.StringIO()
-    try:
-        export_records(engine, buffer, "jsonl", rejections=True)
-    except ExportError:
-        pass
-    _write(out / DOWNLOADS["rejections"], buffer.getvalue())
-    return written + [out / DOWNLOADS["rejections"]]
+            export_records(engine, handle, "jsonl", rejections=True)
+        except ExportError:
+            pass
+    return [*figures.values(), out / DOWNLOADS["rejections"]]
