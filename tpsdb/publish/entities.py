@@ -141,6 +141,11 @@ def _same_test(f: dict) -> tuple:
             f["figure"])
 
 
+# The rows the calculations look up (a machine, a model, its bandwidth…), kept for the session that renders the pages
+# (its info): a site computes some 500 machine, model and format triples, each a few queries without them.
+_LOOKUPS = "tpsdb.publish.entities: ceiling lookups"
+
+
 def _calculations(session: Session, machine: str, model: str, formats: list[str],
                   known: dict[tuple, list[dict]] | None = None) -> list[dict]:
     """The computed maximum of each file of `model` on `machine` (or why not). `known` keeps them across pages:
@@ -154,7 +159,8 @@ def _calculations(session: Session, machine: str, model: str, formats: list[str]
                 known[key] = [{"machine": machine, "model": model, "quantization": calc.quantization,
                                "file_size_gb": calc.file_size_gb, "tps": calc.per_user_tps,
                                "bandwidth": calc.bandwidth_gbs, "kind": calc.bandwidth_kind, "why": None}
-                              for calc in ceiling_logic.compute(session, machine, model, quantization)]
+                              for calc in ceiling_logic.compute(session, machine, model, quantization,
+                                                                lookups=session.info.setdefault(_LOOKUPS, {}))]
             except ceiling_logic.CeilingError as error:
                 known[key] = [{"machine": machine, "model": model, "quantization": quantization, "why": str(error)}]
         out += known[key]
