@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import csv
 import io
 import sqlite3
 
@@ -14,12 +15,16 @@ from conftest import VALID_RECORD, run_cli, write_jsonl
 from tpsdb import db
 from tpsdb.export import ExportError, export, export_measurements
 
+HEADER = "| model | size | params | backend | ngl | n_ubatch | fa | mmap | test | t/s |"
 
-def _two_records(tmp_path, empty_db):
+
+def _two_records(tmp_path, empty_db, header: str | None = None):
     other = copy.deepcopy(VALID_RECORD)
     other["lengths"]["generated_tokens"] = 64
     other["tokens_per_second"] = 58.5
     other["source"]["quote"] = VALID_RECORD["source"]["quote"].replace("tg32 | 59.02", "tg64 | 58.5")
+    if header:
+        other["source"]["quote_header"] = header
     run_cli("add", str(write_jsonl(tmp_path / "r.jsonl", [copy.deepcopy(VALID_RECORD), other])), db=empty_db)
     return db.make_engine(str(empty_db))
 
@@ -57,3 +62,22 @@ def test_a_non_finite_row_stops_both_files_where_export_stops(tmp_path, empty_db
 def test_only_jsonl_and_csv_are_written_together(tmp_path, empty_db):
     with pytest.raises(ValueError, match="'json'"):
         export_measurements(db.make_engine(str(empty_db)), {"json": io.StringIO()})
+
+
+def test_a_quote_header_on_a_later_figure_gets_its_column(tmp_path, empty_db):
+    """Only a figure with a table header has the key: the CSV's columns, fixed by its first row, must have it
+    (the site's publish failed on `dict contains fields not in fieldnames: 'source.quote_header'`)."""
+    engine = _two_records(tmp_path, empty_db, header=HEADER)
+    outs = {"csv": io.StringIO(), "jsonl": io.StringIO()}
+    assert export_measurements(engine, outs) == {}
+    rows = list(csv.DictReader(io.StringIO(outs["csv"].getvalue())))
+    assert [row["source.quote_header"] for row in rows] == ["", HEADER]
+    columns = list(rows[0])
+    assert columns.index("source.quote_header") == columns.index("source.quote") + 1
+    assert outs["csv"].getvalue() == _alone(engine, "csv")
+    assert outs["jsonl"].getvalue() == _alone(engine, "jsonl")
+
+
+def test_without_a_quote_header_there_is_no_column(tmp_path, empty_db):
+    engine = _two_records(tmp_path, empty_db)
+    assert "quote_header" not in _alone(engine, "csv").splitlines()[0]

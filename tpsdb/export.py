@@ -12,6 +12,9 @@ import json
 import math
 from typing import Iterator, TextIO
 
+from sqlmodel import Session, select
+
+from .models import Measurement, Status
 from .output import spreadsheet_safe
 from .record import Via
 from .store import StoredRecordError, iter_measurement_records, iter_rejections
@@ -34,7 +37,14 @@ def export(engine, out: TextIO, fmt: str = "jsonl", *, rejections: bool = False,
     else:
         items = ((record, None) for record in iter_measurement_records(engine, include_inactive))
     try:
-        return _write(out, items, fmt, rejections)
+        if fmt == "csv" and not rejections:
+            rows = _CsvRows(out, _any_quote_header(engine, include_inactive))
+            for record, _ in items:
+                rows.add(record)
+            return rows.count
+        if fmt == "csv":
+            return _write_csv(out, items)
+        return _write_json(out, (record for record, _ in items), array=fmt == "json")
     except StoredRecordError as error:
         raise _stored_error(error) from None
 
@@ -47,7 +57,8 @@ def export_measurements(engine, outs: dict[str, TextIO]) -> dict[str, ExportErro
     for fmt in outs:
         if fmt not in ("jsonl", "csv"):
             raise ValueError(f"format {fmt!r} is not one of jsonl, csv")
-    live = {fmt: _CsvRows(out) if fmt == "csv" else _JsonLines(out) for fmt, out in outs.items()}
+    live = {fmt: _CsvRows(out, _any_quote_header(engine)) if fmt == "csv" else _JsonLines(out)
+            for fmt, out in outs.items()}
     stopped: dict[str, ExportError] = {}
     try:
         for record in iter_measurement_records(engine):
@@ -64,10 +75,14 @@ def export_measurements(engine, outs: dict[str, TextIO]) -> dict[str, ExportErro
     return stopped
 
 
-def _write(out: TextIO, items: Iterator[tuple], fmt: str, rejections: bool) -> int:
-    if fmt == "csv":
-        return _write_csv(out, items, rejections)
-    return _write_json(out, (record for record, _ in items), array=fmt == "json")
+def _any_quote_header(engine, include_inactive: bool = False) -> bool:
+    """Whether a figure to export has a source.quote_header: a record has the key only then, so the CSV's columns
+    (fixed by its first row) must be told it is needed."""
+    statement = select(Measurement.id).where(Measurement.quote_header.is_not(None))
+    if not include_inactive:
+        statement = statement.where(Measurement.status == Status.active)
+    with Session(engine) as session:
+        return session.exec(statement.limit(1)).first() is not None
 
 
 def _stored_error(error: StoredRecordError) -> ExportError:
@@ -110,10 +125,12 @@ class _JsonLines:
 
 
 class _CsvRows:
-    """Measurement records as CSV rows written a record at a time: the first record's columns are the header."""
+    """Measurement records as CSV rows written a record at a time: the first record's columns are the header, with
+    `source.quote_header` after `source.quote` when `quote_headers` (some figure has one; the others leave it
+    empty)."""
 
-    def __init__(self, out: TextIO):
-        self.out, self.count = out, 0
+    def __init__(self, out: TextIO, quote_headers: bool = False):
+        self.out, self.count, self.quote_headers = out, 0, quote_headers
         self.writer: csv.DictWriter | None = None
         self.fields: list[str] = []
 
@@ -125,6 +142,8 @@ class _CsvRows:
         flat = _finite_row(self.count, record)
         if self.writer is None:
             self.fields = list(flat)
+            if self.quote_headers and "source.quote_header" not in self.fields:
+                self.fields.insert(self.fields.index("source.quote") + 1, "source.quote_header")
             self.writer = csv.DictWriter(self.out, fieldnames=self.fields, lineterminator="\n")
             self.writer.writeheader()
         if list(flat) == self.fields:  # the usual row: its values in column order, without DictWriter's lookups
@@ -140,12 +159,8 @@ def _finite_row(number: int, record) -> dict:
     return flat
 
 
-def _write_csv(out: TextIO, items: Iterator[tuple], rejections: bool) -> int:
-    if not rejections:
-        rows = _CsvRows(out)
-        for record, _ in items:
-            rows.add(record)
-        return rows.count
+def _write_csv(out: TextIO, items: Iterator[tuple]) -> int:
+    """The rejected candidates as CSV (the measurements are _CsvRows)."""
     candidates = []
     count = 0
     for count, (record, reasons) in enumerate(items, 1):
