@@ -98,12 +98,22 @@ def _by_name(session: Session, table, name: str, what: str):
     raise CeilingError(f"{what} {name!r} is not in the database.{_suggest(name, known)}")
 
 
-def compute(session: Session, hardware: str, model: str, quantization: str, users: int = 1) -> list[Ceiling]:
-    """One result per file of the model in that format (usually one). Raises CeilingError naming what is missing."""
+def compute(session: Session, hardware: str, model: str, quantization: str, users: int = 1,
+            lookups: dict | None = None) -> list[Ceiling]:
+    """One result per file of the model in that format (usually one). Raises CeilingError naming what is missing.
+    `lookups` keeps the machine and model rows, the bandwidth and the active share across calls in one session
+    (the site computes hundreds of machine, model and format triples from the same rows)."""
     if users < 1:
         raise CeilingError("--users must be at least 1")
-    machine = _by_name(session, Hardware, hardware, "hardware")
-    row = _by_name(session, Model, model, "model")
+    lookups = {} if lookups is None else lookups
+
+    def kept(key: tuple, find):
+        if key not in lookups:
+            lookups[key] = find()  # an error is raised each time, never kept
+        return lookups[key]
+
+    machine = kept(("hardware", hardware), lambda: _by_name(session, Hardware, hardware, "hardware"))
+    row = kept(("model", model), lambda: _by_name(session, Model, model, "model"))
     hardware, model = machine.name, row.name  # as stored: the name given may differ in case
     quant = named_quantization(quantization) or quantization
     files = session.exec(select(ModelFile).where(ModelFile.model_id == row.id, ModelFile.quantization == quant)
@@ -112,8 +122,9 @@ def compute(session: Session, hardware: str, model: str, quantization: str, user
         formats = sorted(set(session.exec(select(ModelFile.quantization).where(ModelFile.model_id == row.id)).all()))
         raise CeilingError(f"no {quant} file of {model} in the database (formats known: {', '.join(formats) or 'none'})")
 
-    bandwidth = _bandwidth(session, machine)
-    share = _share(session, row, [f.id for f in files])
+    bandwidth = kept(("bandwidth", machine.id), lambda: _bandwidth(session, machine))
+    file_ids = [f.id for f in files]
+    share = kept(("share", row.id, *file_ids), lambda: _share(session, row, file_ids))
     missing = []
     if bandwidth is None:
         missing.append(f"the memory bandwidth of {hardware} is unknown (add it with the page that states it: "

@@ -141,6 +141,11 @@ def _same_test(f: dict) -> tuple:
             f["figure"])
 
 
+# The rows the calculations look up (a machine, a model, its bandwidth…), kept for the session that renders the pages
+# (its info): a site computes some 500 machine, model and format triples, each a few queries without them.
+_LOOKUPS = "tpsdb.publish.entities: ceiling lookups"
+
+
 def _calculations(session: Session, machine: str, model: str, formats: list[str],
                   known: dict[tuple, list[dict]] | None = None) -> list[dict]:
     """The computed maximum of each file of `model` on `machine` (or why not). `known` keeps them across pages:
@@ -154,7 +159,8 @@ def _calculations(session: Session, machine: str, model: str, formats: list[str]
                 known[key] = [{"machine": machine, "model": model, "quantization": calc.quantization,
                                "file_size_gb": calc.file_size_gb, "tps": calc.per_user_tps,
                                "bandwidth": calc.bandwidth_gbs, "kind": calc.bandwidth_kind, "why": None}
-                              for calc in ceiling_logic.compute(session, machine, model, quantization)]
+                              for calc in ceiling_logic.compute(session, machine, model, quantization,
+                                                                lookups=session.info.setdefault(_LOOKUPS, {}))]
             except ceiling_logic.CeilingError as error:
                 known[key] = [{"machine": machine, "model": model, "quantization": quantization, "why": str(error)}]
         out += known[key]
@@ -183,8 +189,13 @@ def _comparisons(entity: Entity, everyone: dict[tuple, list[dict]]) -> list[dict
     machine's page the other machines (beside this one's best), on a model's page every machine (when two or more
     are)."""
     groups: dict[tuple, list[dict]] = defaultdict(list)
+    own_best: dict[tuple, dict] = {}  # this machine's fastest figure of each test, found in one pass over them
     if entity.kind == "machine":
-        for key in {_same_test(f) for f in entity.figures}:
+        keys = [_same_test(f) for f in entity.figures]
+        for key, f in zip(keys, entity.figures):
+            if key not in own_best or f["tokens_per_second"] > own_best[key]["tokens_per_second"]:
+                own_best[key] = f  # the first of equals, as max() picks
+        for key in set(keys):
             others = [f for f in everyone.get(key, ()) if f["hardware"] != entity.name]
             if others:
                 groups[key] = others
@@ -195,7 +206,7 @@ def _comparisons(entity: Entity, everyone: dict[tuple, list[dict]]) -> list[dict
     for key, found in groups.items():
         ranked = _best_per_machine(found)
         if entity.kind == "machine":
-            own = max((f for f in entity.figures if _same_test(f) == key), key=lambda f: f["tokens_per_second"])
+            own = own_best[key]
             rows.append({"first": own, "own": own, "others": ranked})
         elif len(ranked) > 1:
             rows.append({"first": ranked[0], "own": None, "others": ranked})
@@ -209,8 +220,7 @@ _FIGURE_LIST = """{% macro pager(where) %}{% if pages|length > 1 %}<nav class="p
 <div class="scroll"><table class="tps">
 <thead><tr><th scope="col">#</th><th scope="col">{% if e.kind == "machine" %}Model{% else %}Machine{% endif %}</th><th scope="col">Format (file GB)</th><th scope="col">Test</th><th scope="col" class="measured">tokens/s</th><th scope="col" class="calc" title="memory bandwidth ÷ bytes read per token, for one user">Max. (calc.)</th><th scope="col">Software</th><th scope="col">Source</th></tr></thead>
 <tbody>
-{% for f in figures %}<tr id="figure-{{ f.measurement_id }}"><td class="num">{{ f.measurement_id }}</td><td>{% if e.kind == "machine" %}{{ page_link("model", f.model) }}{% else %}{{ page_link("machine", f.hardware) }}{% endif %}</td><td>{{ f.quantization }} ({{ "%.2f"|format(f.file_size_gb or 0) }})</td><td>{{ f.test }}</td><td class="num measured">{{ "%g"|format(f.tokens_per_second) }}{% if f.stddev %} ± {{ "%g"|format(f.stddev) }}{% endif %}</td>{% set m = ceiling_of(f) %}<td class="calc num{% if m is none %} empty{% endif %}">{% if m is not none %}{{ "%.2f"|format(m) }}{% endif %}</td><td>{{ f.software }} {{ f.software_version }}</td><td class="source">{{ link(f.source_url, f.source_label) }}{% if f.via_title %} (relayed by {{ f.via_title }}){% endif %} · retrieved {{ f.retrieved_at }}{% if f.quote|length > 160 %}<details><summary>quote ({{ f.quote|length }} characters)</summary><code class="quote">{{ f.quote|as_text }}</code></details>{% else %}<br><code class="quote">{{ f.quote|as_text }}</code>{% endif %}</td></tr>
-{% endfor %}</tbody></table></div>
+{{ rows }}</tbody></table></div>
 {{ pager("below the table") }}
 """
 
@@ -331,6 +341,55 @@ def _link(url, label) -> Markup:
     return escape(label or url or "")
 
 
+class FigureRows:
+    """The rows of the figure lists, each figure's made once: every figure is listed on its machine's pages and on
+    its model's, and the two rows differ only in the cell naming the other one (its source cell, with a quote of up
+    to 800 characters, is the same). The markup is what a Jinja template with autoescape gave, byte for byte."""
+
+    def __init__(self) -> None:
+        self._parts: dict[int, tuple[str, str, str]] = {}
+
+    def parts(self, f: dict) -> tuple[str, str, str]:
+        """The row before the cell naming the machine or model, between it and the computed maximum's, and after.
+        Kept until asked for the second time (its other page), then let go: the site's rows are tens of MB."""
+        found = self._parts.pop(f["measurement_id"], None)
+        if found is None:
+            found = self._parts[f["measurement_id"]] = self._render(f)
+        return found
+
+    @staticmethod
+    def _render(f: dict) -> tuple[str, str, str]:
+        number = escape(f["measurement_id"])
+        head = f'<tr id="figure-{number}"><td class="num">{number}</td><td>'
+        spread = f' ± {escape("%g" % f["stddev"])}' if f["stddev"] else ""
+        middle = (f'</td><td>{escape(f["quantization"])} ({escape("%.2f" % (f["file_size_gb"] or 0))})</td>'
+                  f'<td>{escape(f["test"])}</td>'
+                  f'<td class="num measured">{escape("%g" % f["tokens_per_second"])}{spread}</td>')
+        quote = f["quote"]
+        if len(quote) > 160:
+            quoted = (f'<details><summary>quote ({len(quote)} characters)</summary>'
+                      f'<code class="quote">{as_text(quote)}</code></details>')
+        else:
+            quoted = f'<br><code class="quote">{as_text(quote)}</code>'
+        via = f' (relayed by {escape(f["via_title"])})' if f["via_title"] else ""
+        tail = (f'<td>{escape(f["software"])} {escape(f["software_version"])}</td>'
+                f'<td class="source">{_link(f["source_url"], f["source_label"])}{via}'
+                f' · retrieved {escape(f["retrieved_at"])}{quoted}</td></tr>\n')
+        return head, middle, tail
+
+    def render(self, figures: list[dict], kind: str, page_link, ceiling_of) -> Markup:
+        """The rows of `figures` on a `kind` (machine or model) page."""
+        out = []
+        for f in figures:
+            head, middle, tail = self.parts(f)
+            other = page_link("model", f["model"]) if kind == "machine" else page_link("machine", f["hardware"])
+            m = ceiling_of(f)
+            cell = ('<td class="calc num empty"></td>' if m is None
+                    else f'<td class="calc num">{escape("%.2f" % m)}</td>')
+            out.append(f"{head}{other}{middle}{cell}{tail}")
+        return Markup("".join(out))
+
+
 def _groups(entity: Entity) -> list[dict]:
     """The summary: the entity's figures grouped by the other entity (model or machine), file, software version
     and test, each with its count, best figure and median (the lower middle one, as the tables' `median` pick, so
@@ -354,10 +413,13 @@ def _groups(entity: Entity) -> list[dict]:
 
 def render_entity_pages(session: Session, entity: Entity, entities: Entities, everyone: dict[tuple, list[dict]],
                         per_page: int = FIGURES_PER_PAGE,
-                        known: dict[tuple, list[dict]] | None = None) -> list[tuple[str, str]]:
+                        known: dict[tuple, list[dict]] | None = None,
+                        rows: FigureRows | None = None) -> list[tuple[str, str]]:
     """The entity's pages as (file name, HTML section): the first (facts, summary, computed maximum, comparisons
     and the first `per_page` figures), then one per further `per_page` figures, each with links to all the others.
-    Every figure is on exactly one of them, with its source and quote."""
+    Every figure is on exactly one of them, with its source and quote. `rows` keeps the figures' rows across
+    entities (a figure is on its machine's pages and its model's)."""
+    rows = FigureRows() if rows is None else rows
     links: dict[tuple[str, str], Markup] = {}
 
     def page_link(kind: str, name: str) -> Markup:
@@ -410,8 +472,8 @@ def render_entity_pages(session: Session, entity: Entity, entities: Entities, ev
     out = []
     for number, (name, chunk) in enumerate(zip(pages, chunks), start=1):
         first = (number - 1) * per_page + 1
-        listed = Markup(_figure_list.render(**common, figures=chunk, number=number, first=first,
-                                            last=first + len(chunk) - 1, ceiling_of=ceiling_of))
+        listed = Markup(_figure_list.render(**common, rows=rows.render(chunk, entity.kind, page_link, ceiling_of),
+                                            number=number, first=first, last=first + len(chunk) - 1))
         if number == 1:
             grouped: dict[str, list[dict]] = defaultdict(list)  # already in order: a table body per model or machine
             for g in groups:

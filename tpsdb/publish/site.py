@@ -4,17 +4,17 @@ from any static web server."""
 
 from __future__ import annotations
 
-import io
 import json
+from contextlib import ExitStack
 from pathlib import Path
 
 from jinja2 import Environment
 from sqlalchemy import text
 from sqlmodel import Session
 
-from ..export import ExportError
+from ..export import ExportError, export_measurements
 from ..export import export as export_records
-from ..output import write_atomic
+from ..output import atomic_file, write_atomic
 from . import entities as entity_pages
 from .charts import chart_svg
 from .definitions import Definition
@@ -205,10 +205,11 @@ def _write_entity_pages(engine, entities: entity_pages.Entities, out: Path, step
     written = []
     index = entity_pages.by_test(entities)
     known: dict[tuple, list[dict]] = {}  # the computed maxima, each needed by a machine's and a model's page
+    rows = entity_pages.FigureRows()  # and each figure's row, but for the cell naming the other one
     with Session(engine) as session:
         for entity in [*entities.machines.values(), *entities.models.values()]:
             pages = entity_pages.render_entity_pages(session, entity, entities, index, figures_per_page,
-                                                       known)
+                                                       known, rows)
             for number, (name, content) in enumerate(pages, start=1):
                 title = entity.name if number == 1 else f"{entity.name}: figures, page {number} of {len(pages)}"
                 _write(out / name, render_page(title, [content], nav="index.html", footer=FOOTER))
@@ -222,15 +223,17 @@ def _write_entity_pages(engine, entities: entity_pages.Entities, out: Path, step
 
 
 def _write_downloads(engine, out: Path) -> list[Path]:
-    """The whole dataset: the accepted figures as CSV and as JSONL records, the rejections as JSONL."""
-    written = []
-    for name, fmt, rejections in ((DOWNLOADS["csv"], "csv", False), (DOWNLOADS["jsonl"], "jsonl", False),
-                                  (DOWNLOADS["rejections"], "jsonl", True)):
-        buffer = io.StringIO()
+    """The whole dataset: the accepted figures as CSV and as JSONL records, the rejections as JSONL. The figures
+    are read once for both of their files (making a record costs more than writing it), and written to disk as
+    they come rather than held whole (tens of MB each)."""
+    figures = {"csv": out / DOWNLOADS["csv"], "jsonl": out / DOWNLOADS["jsonl"]}
+    with ExitStack() as files:
+        # a non-finite number, which no format can hold, ends a file: the records before it (the pages show such
+        # a figure empty, as has_non_finite tells them)
+        export_measurements(engine, {fmt: files.enter_context(atomic_file(path)) for fmt, path in figures.items()})
+    with atomic_file(out / DOWNLOADS["rejections"]) as handle:
         try:
-            export_records(engine, buffer, fmt, rejections=rejections)
-        except ExportError:  # a non-finite number, which no format can hold: the records before it (the pages
-            pass             # show such a figure empty, as has_non_finite tells them)
-        _write(out / name, buffer.getvalue())
-        written.append(out / name)
-    return written
+            export_records(engine, handle, "jsonl", rejections=True)
+        except ExportError:
+            pass
+    return [*figures.values(), out / DOWNLOADS["rejections"]]
