@@ -249,6 +249,8 @@ def test_d22_nul_characters_and_lone_surrogates_are_refused_with_the_field(recor
 
 @pytest.mark.parametrize(("header", "code"), [
     ("| a |\n| b |", "source.quote_header: more than one line"),
+    ("| a |\u2028| b |", "source.quote_header: more than one line"),  # a line separator: a break to splitlines
+    ("| a |\u2029| b |", "source.quote_header: more than one line"),
     ("   ", "source.quote_header: empty"),
     ("| a \x1b[31m|", "source.quote_header: holds a control character"),
     ("|" + "a" * 2000 + "|", "source.quote_header: longer than 2000 characters"),

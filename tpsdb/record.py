@@ -422,14 +422,14 @@ MAX_QUOTE_HEADER = 2000  # characters of source.quote_header: a table's header l
 
 def quote_header_problem(header: str) -> str | None:
     """Why a text cannot be a quoted row's table header (one line of text, bounded), or None when it can."""
+    if len(header) > MAX_QUOTE_HEADER:
+        return f"longer than {MAX_QUOTE_HEADER} characters"
     if not header.strip():
         return "empty"
-    if "\n" in header or "\r" in header:
+    if len(header.splitlines()) > 1:  # \n, \r and every other break Python reads, U+2028 and U+2029 included
         return "more than one line"
     if _CONTROL.search(header.replace("\t", " ")):
         return "holds a control character"
-    if len(header) > MAX_QUOTE_HEADER:
-        return f"longer than {MAX_QUOTE_HEADER} characters"
     return None
 
 
