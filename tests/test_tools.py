@@ -379,3 +379,58 @@ def test_a_new_tool_is_one_module_appended_to_the_order():
     assert record["lengths"] == {"prompt_tokens": 0, "generated_tokens": 128, "context_depth": 35}
     assert record["nature"]["procedure"] == "server.py --model Qwen3-8B-Q4_K_M.gguf --loader llama.cpp"
     assert record["hardware"]["name"] == "NVIDIA GeForce RTX 4090" and figure.slot == "textgen0"
+
+
+# Run blocks: a figure's model, command and lengths are its own run's (review of the tool readers, defects 1-3).
+_EVAL = ("llama_perf_context_print:        eval time =    2000.00 ms /   100 runs   (   20.00 ms per token,    "
+         "{} tokens per second)")
+
+
+def _runs(text: str) -> list[tuple[float, str, str]]:
+    reading = Reading(join_split_tables(pieces_from_text(text, markdown=True)), CTX)
+    return [(c.record["tokens_per_second"], c.record["model"]["name"], c.record["nature"]["procedure"])
+            for c in tools.tool_figures(reading)]
+
+
+def test_a_command_over_several_lines_belongs_to_its_own_run():
+    # a command continued with `\` is placed at its first line, as the timing lines around it are placed
+    text = "\n".join(["./llama-cli -m /m/Alpha-8B-Q4_K_M.gguf \\", "  -p hello \\", "  -n 100", _EVAL.format("50.00"),
+                      "./llama-cli -m /m/Beta-70B-Q8_0.gguf \\", "  -p hello \\", "  -n 100", _EVAL.format("9.00")])
+    assert _runs(text) == [(50.0, "Alpha-8B-Q4_K_M", "llama-cli -m /m/Alpha-8B-Q4_K_M.gguf -p hello -n 100"),
+                           (9.0, "Beta-70B-Q8_0", "llama-cli -m /m/Beta-70B-Q8_0.gguf -p hello -n 100")]
+
+
+def test_timing_lines_with_a_new_command_between_them_are_two_runs():
+    text = "\n".join(["./llama-cli -m /m/Alpha-8B-Q4_K_M.gguf -p hi", _EVAL.format("50.00"),
+                      "./llama-cli -m /m/Beta-70B-Q8_0.gguf -p hi", _EVAL.format("9.00")])
+    assert _runs(text) == [(50.0, "Alpha-8B-Q4_K_M", "llama-cli -m /m/Alpha-8B-Q4_K_M.gguf -p hi"),
+                           (9.0, "Beta-70B-Q8_0", "llama-cli -m /m/Beta-70B-Q8_0.gguf -p hi")]
+
+
+def test_timing_lines_with_another_models_loader_line_between_them_are_two_runs():
+    loader = "llama_model_loader: loaded meta data with 30 key-value pairs and 291 tensors from {} (version GGUF V3 (latest))"
+    text = "\n".join([loader.format("/m/Alpha-8B-Q4_K_M.gguf"), _EVAL.format("50.00"),
+                      loader.format("/m/Beta-70B-Q8_0.gguf"), _EVAL.format("9.00")])
+    assert [(v, m) for v, m, _ in _runs(text)] == [(50.0, "Alpha-8B-Q4_K_M"), (9.0, "Beta-70B-Q8_0")]
+
+
+def test_a_trimmed_ollama_run_takes_no_count_of_the_run_before_and_quotes_only_its_text():
+    text = "\n".join(["$ ollama run --verbose llama3:8b", "eval count:           100 token(s)",
+                      "eval rate:            50.00 tokens/s", "", "$ ollama run --verbose mistral:7b",
+                      "eval rate:            30.00 tokens/s"])
+    reading = Reading(join_split_tables(pieces_from_text(text, markdown=True)), CTX)
+    first, second = tools.tool_figures(reading)
+    assert first.record["lengths"]["generated_tokens"] == 100
+    assert first.record["source"]["quote"] == "eval count:           100 token(s)\neval rate:            50.00 tokens/s"
+    assert (second.record["model"]["name"], second.record["lengths"]["generated_tokens"]) == ("mistral:7b", None)
+    assert second.record["source"]["quote"] == "eval rate:            30.00 tokens/s"
+    for figure in (first, second):
+        assert figure.record["source"]["quote"] in text
+
+
+def test_an_ollama_quote_is_the_lines_from_count_to_rate_as_they_stand():
+    prompt, generation = extract_text(OLLAMA, CTX)
+    assert prompt.record["source"]["quote"] == ("prompt eval count:    26 token(s)\nprompt eval duration: 123.001ms\n"
+                                                "prompt eval rate:     211.38 tokens/s")
+    assert generation.record["source"]["quote"] in OLLAMA and "eval count:           298" in generation.record[
+        "source"]["quote"]

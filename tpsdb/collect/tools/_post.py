@@ -128,7 +128,7 @@ def _read_clues(reading: Reading, patterns: CluePatterns) -> _Clues:
             continue
         whole = "\n".join(piece.lines)
         if any(word in whole for word in patterns.command_words):
-            for j, line in enumerate(lb.join_continuations(whole).splitlines()):
+            for j, line in _joined_lines(whole):
                 found = _command_of(patterns, line)
                 if found and (found[1]["args"] or "").strip():
                     group, match = found
@@ -153,6 +153,24 @@ def _read_clues(reading: Reading, patterns: CluePatterns) -> _Clues:
                     if found_fact:
                         clues.loader.setdefault(key, []).append(((i, j), found_fact[1]))
     return clues
+
+
+_JOINED = "\x00"  # marks, in a joined command, where a continued line ended (never in a line of a post's text)
+
+
+def _joined_lines(text: str) -> Iterator[tuple[int, str]]:
+    """The lines of a text with `\\` continuations joined (llamabench.join_continuations), each with the number of
+    its first line in the text: a command is placed where it starts, like the timing, build and loader lines around
+    it, so that a command over several lines falls in its own run's block, not the one before."""
+    if "\\" not in text or _JOINED in text:
+        yield from enumerate(lb.join_continuations(text).splitlines())
+        return
+    marked = lb._CONTINUATION.sub(  # the same joining, counting the lines each join takes
+        lambda m: " " + _JOINED * m[0].count("\n"), text)
+    j = 0
+    for line in marked.splitlines():
+        yield j, line.replace(_JOINED, "")
+        j += 1 + line.count(_JOINED)
 
 
 def _loaded_file(line: str) -> str | None:
@@ -314,6 +332,12 @@ class Post:
         """(position, tool, command line) of the last command of one reader (`group`) in the block (since, pos),
         else None (no fallback to the post's only command: where the run's own command was typed)."""
         return _within(self.clues.commands.get(group, []), since, pos, whole=True)
+
+    def run_starts_between(self, since: Position, pos: Position) -> bool:
+        """Whether a llama.cpp run starts strictly between two positions: a run's command or a model-loader line
+        (timing lines a few lines apart are one run's only when no new run was typed or loaded between them)."""
+        return any(_within(items, since, pos, whole=True) is not None
+                   for items in (self.clues.commands.get(LLAMA_RUNS, []), self.clues.loader.get("file", [])))
 
     def llama_version(self, pos: Position, since: Position | None = None) -> str | None:
         """The build of a run: its block's build line; else the post's only build; else (no build line at all)

@@ -58,7 +58,8 @@ def read(post: Post) -> None:
     group_start, group_prompt = 0, None
     for k, (pos, line, timing, server) in enumerate(timings):
         previous = timings[k - 1][0] if k else None
-        if previous is None or previous[0] != pos[0] or pos[1] - previous[1] > 4:  # a new run's timings
+        if (previous is None or previous[0] != pos[0] or pos[1] - previous[1] > 4
+                or post.run_starts_between(previous, pos)):  # a new run's timings
             since = previous if previous is not None else (-1, -1)
             group_start, group_prompt = k, None
         first = timings[group_start][0]
