@@ -235,7 +235,8 @@ def withdraw(
     and compare show active figures only.
 
     A figure of a source that `tpsdb refresh` reads (a file in sources/) is refused: the next refresh would read it
-    again; correct the source instead. Exit status: 0 withdrawn, 2 refused (nothing changed).
+    again; correct the source instead. The withdrawal holds: adding or ingesting the same record again leaves the
+    figure withdrawn (there is no command to undo it). Exit status: 0 withdrawn, 2 refused (nothing changed).
     """
     try:
         why = api.withdrawal_reason(why)  # before the database is opened
