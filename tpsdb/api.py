@@ -133,9 +133,11 @@ def read_file(path: Path, bandwidths: dict[str, float], models: dict | None = No
 
 def add(engine: Engine, files: Sequence[Path | str], *, timeout: float = DEFAULT_TIMEOUT,
         on_rejected: OnRejected = _quiet, progress: Progress = _quiet,
-        on_warning: Callable[[str], None] = _quiet) -> Counter:
+        on_warning: Callable[[str], None] = _quiet, on_withdrawn: Callable[[str, str], None] = _quiet) -> Counter:
     """Store records (JSON or JSONL files of format v1; "-" reads standard input) in one transaction: accepted ones
     as measurements, rejected ones as rejections with their reasons (on_rejected(where, reasons) for each).
+    A record whose figure its user withdrew (`withdraw`) stays withdrawn: counted as accepted_withdrawn,
+    on_withdrawn(where, which withdrawal) for each.
 
     Returns the counts of Store.put outcomes (accepted, accepted_unchanged, rejected, rejected_unchanged). Adding the
     same file twice changes nothing. A line that is not a record, or any other error, stores nothing (ApiError)."""
@@ -156,6 +158,8 @@ def add(engine: Engine, files: Sequence[Path | str], *, timeout: float = DEFAULT
                     counts[result.outcome] += 1
                     if result.reasons:  # as validate gives them, with the reasons only the database knows
                         on_rejected(read.where, result.reasons)
+                    if result.withdrawn:
+                        on_withdrawn(read.where, result.withdrawn)
                     if index % 1000 == 0:
                         progress(f"{path}: {index} records")
             store.flush()

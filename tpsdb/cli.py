@@ -201,7 +201,11 @@ def add(
     any other error, stores nothing. A record whose model or hardware facts (params_b, active_params_b,
     memory_gb, gpu_cores) differ from those already stored is kept as a rejection naming both values.
 
-    Exit status: 0 every record accepted, 1 some rejected, 2 unreadable input (nothing stored), 3 another add held
+    A record whose figure you withdrew (`tpsdb withdraw`) is not re-added: the figure stays withdrawn and the record
+    is named with its withdrawal and counted as "withdrawn earlier, not re-added".
+
+    Exit status: 0 every record accepted (stored, already stored, or withdrawn earlier and kept so: your own
+    decision, not a fault of the record), 1 some rejected, 2 unreadable input (nothing stored), 3 another add held
     the database for longer than --timeout.
     """
     engine = open_db(db_url)
@@ -209,7 +213,8 @@ def add(
         try:
             counts = api.add(engine, files, timeout=timeout, progress=meter.say,
                              on_rejected=lambda where, reasons: typer.echo(_reasons_line(where, reasons)),
-                             on_warning=lambda text: typer.echo(text, err=True))
+                             on_warning=lambda text: typer.echo(text, err=True),
+                             on_withdrawn=lambda where, which: typer.echo(f"{where}: {which}; not re-added"))
         except api.ApiError as error:
             fail(error.message, error.code)
     typer.echo(_stored_line(counts))
@@ -230,7 +235,8 @@ def withdraw(
     and compare show active figures only.
 
     A figure of a source that `tpsdb refresh` reads (a file in sources/) is refused: the next refresh would read it
-    again; correct the source instead. Exit status: 0 withdrawn, 2 refused (nothing changed).
+    again; correct the source instead. The withdrawal holds: adding or ingesting the same record again leaves the
+    figure withdrawn (there is no command to undo it). Exit status: 0 withdrawn, 2 refused (nothing changed).
     """
     try:
         why = api.withdrawal_reason(why)  # before the database is opened
@@ -247,8 +253,11 @@ def withdraw(
 
 def _stored_line(counts: Counter) -> str:
     """What `add` and `ingest` say they stored (counts of Store.put outcomes)."""
-    return (f"{counts['accepted']} measurements added, {counts['accepted_unchanged']} already stored; "
-            f"{counts['rejected']} rejections added, {counts['rejected_unchanged']} already stored")
+    # store.WITHDRAWN_EARLIER; named only when there is one, so the line scripts read stays as it was
+    withdrawn = counts["accepted_withdrawn"]
+    return (f"{counts['accepted']} measurements added, {counts['accepted_unchanged']} already stored"
+            + (f", {withdrawn} withdrawn earlier, not re-added" if withdrawn else "")
+            + f"; {counts['rejected']} rejections added, {counts['rejected_unchanged']} already stored")
 
 
 def _stored_code(counts: Counter) -> int:

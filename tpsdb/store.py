@@ -21,7 +21,19 @@ from sqlmodel import Session, select
 
 from .ceiling import ModelFacts, Share, active_share
 from .files import SAME_FILE_TOLERANCE, cited_file
-from .models import Hardware, Measurement, Model, ModelFile, Post, Rejection, Snapshot, Software, Source, Status
+from .models import (
+    Hardware,
+    Measurement,
+    Model,
+    ModelFile,
+    Post,
+    Rejection,
+    Snapshot,
+    Software,
+    Source,
+    Status,
+    Withdrawal,
+)
 from .record import (
     MAX_URL_BYTES,
     Outcome,
@@ -71,10 +83,19 @@ ACTIVE = Status.active.value
 
 @dataclass
 class PutResult:
-    outcome: str  # "accepted", "accepted_unchanged" (already stored), "rejected", "rejected_unchanged"
+    # "accepted", "accepted_unchanged" (already stored), "accepted_withdrawn" (valid, but its user withdrew it:
+    # it stays withdrawn, see WITHDRAWN_EARLIER), "rejected", "rejected_unchanged"
+    outcome: str
     key: str
     reasons: list[str] = field(default_factory=list)
     refs: tuple | None = None  # accepted: what names its hardware, model file and software (see Prepared.refs)
+    withdrawn: str | None = None  # accepted_withdrawn: which figure, which withdrawal, when and why
+
+
+# A figure its user withdrew (`tpsdb withdraw`, a row in `withdrawal`) is not brought back by reading the same record
+# again (add, ingest, a refresh or reparse): the withdrawal is the user's decision about that figure, and only a
+# figure retired by its source (an edit, a post gone) comes back when the source shows it again.
+WITHDRAWN_EARLIER = "accepted_withdrawn"
 
 
 @dataclass
@@ -470,11 +491,25 @@ class Store:
             conflicts = self.conflicts(prepared.refs)
             if conflicts:
                 prepared = _refused(prepared, conflicts)
-        return PutResult(self._queue(prepared, provenance or _NO_PROVENANCE), prepared.key, prepared.reasons,
-                         None if prepared.reasons else prepared.refs)
+        outcome = self._queue(prepared, provenance or _NO_PROVENANCE)
+        return PutResult(outcome, prepared.key, prepared.reasons, None if prepared.reasons else prepared.refs,
+                         self._withdrawn_text(prepared.key) if outcome == WITHDRAWN_EARLIER else None)
+
+    def _withdrawal(self, measurement_id: int) -> Withdrawal | None:
+        """The user's withdrawal of this figure (the latest, should there be several), or None."""
+        return self.session.exec(select(Withdrawal).where(Withdrawal.measurement_id == measurement_id)
+                                 .order_by(Withdrawal.id.desc())).first()
+
+    def _withdrawn_text(self, key: str) -> str:
+        state = self._known(Measurement, "figure_key").get(key)
+        withdrawal = self._withdrawal(state[0]) if state and state[0] else None
+        if withdrawal is None:  # cannot be: the outcome said there is one
+            return "withdrawn earlier"
+        return (f"figure {withdrawal.measurement_id} was withdrawn on {withdrawal.withdrawn_at} (withdrawal "
+                f"{withdrawal.id}: {withdrawal.why})")
 
     def _queue(self, prepared: Prepared, p: Provenance) -> str:
-        """Queue the row of a new figure or rejection; says which of the four outcomes of PutResult it was."""
+        """Queue the row of a new figure or rejection; says which of the outcomes of PutResult it was."""
         key = prepared.key
         if prepared.reasons:
             model_cls, key_column, kind = Rejection, "candidate_key", "rejected"
@@ -486,10 +521,13 @@ class Store:
             row_id, status = state
             if status == ACTIVE:
                 return f"{kind}_unchanged"
-            # A figure that comes back (an upstream edit undone) is live again, under its old id.
             self.flush()
             row_id = row_id or self.session.exec(
                 select(model_cls.id).where(getattr(model_cls, key_column) == key)).one()
+            if model_cls is Measurement and self._withdrawal(row_id) is not None:
+                known[key] = (row_id, status)
+                return WITHDRAWN_EARLIER  # its user withdrew it: reading it again does not undo that
+            # A figure that comes back (an upstream edit undone, a post shown again) is live again, under its old id.
             self.session.execute(update(model_cls).where(model_cls.id == row_id).values(status=ACTIVE))
             known[key] = (row_id, ACTIVE)
             return kind
