@@ -738,12 +738,25 @@ def _check_software(r: Record, reasons: list[str]) -> None:
     if not (r.software.version and r.software.version.strip()):
         reasons.append(Reason.missing("software.version"))
     options = r.software.options
-    if options and not _clean(options, 3):
-        content_reasons(options, "software.options", reasons, depth=3)
-    if list(options) != sorted(options):  # one spelling per figure: keys sorted
-        ordered = sorted(options.items())
-        options.clear()  # in place: setattr on a pydantic model is costly
-        options.update(ordered)
+    if options:
+        unstorable = [] if _clean(options, 3) else content_reasons(options, "software.options", [], depth=3)
+        reasons += unstorable
+        if not unstorable:
+            _sort_keys(options)
+
+
+def _sort_keys(value: dict | list) -> None:
+    """Every dict's keys sorted, at every level, in place (setattr on a pydantic model is costly): one spelling
+    per figure, and the one the store's JSON columns keep (rowmap.canonical_json), so the identity of a figure
+    read back from the database is the identity it was stored with. Only on a value content_reasons accepts (its
+    depth is bounded)."""
+    for item in (value.values() if isinstance(value, dict) else value):
+        if item.__class__ is dict or item.__class__ is list:
+            _sort_keys(item)
+    if isinstance(value, dict) and list(value) != sorted(value):
+        ordered = sorted(value.items())
+        value.clear()
+        value.update(ordered)
 
 
 def _check_lengths(r: Record, reasons: list[str]) -> None:
@@ -789,8 +802,11 @@ def _check_nature(r: Record, reasons: list[str]) -> None:
             reasons.append(Reason.missing("nature.formula"))
         if not n.inputs:
             reasons.append(Reason.missing("nature.inputs"))
-    if n.inputs and not _clean(n.inputs, 3):
-        content_reasons(n.inputs, "nature.inputs", reasons, depth=3)
+    if n.inputs:
+        unstorable = [] if _clean(n.inputs, 3) else content_reasons(n.inputs, "nature.inputs", [], depth=3)
+        reasons += unstorable
+        if not unstorable:
+            _sort_keys(n.inputs)
 
 
 def _check_value(r: Record, reasons: list[str]) -> None:
