@@ -17,7 +17,7 @@ from datetime import date, datetime, timezone
 from decimal import Decimal
 from typing import Annotated, Any, Callable
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PlainValidator, ValidationError
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PlainValidator, ValidationError, field_validator
 from pydantic_core import PydanticCustomError
 
 from .ceiling import (  # noqa: F401  (ModelFacts, Share, read_share, ceiling_tokens_per_second: re-exported)
@@ -33,6 +33,7 @@ from .ceiling import (  # noqa: F401  (ModelFacts, Share, read_share, ceiling_to
 )
 from .config import REFERENCE_DIR
 from .files import file_size_read
+from .rowmap import gb_to_bytes
 from . import units
 from .units import GIB_IN_GB, MIB_IN_GB  # noqa: F401  re-exported for the tests and callers
 from .vocab import Figure, NatureKind, Phase
@@ -195,6 +196,16 @@ class SourceRef(_Strict):
     quote_header: str | None = None
     via: Via | None = None
 
+    @field_validator("via")
+    @classmethod
+    def _no_empty_via(cls, via: Via | None) -> Via | None:
+        # A block of nulls says nothing, and the store keeps it as four NULLs that read back as `via: null`: one
+        # spelling, so the figure's identity is the same before and after a round trip through the database.
+        if via is not None and via.title is None and via.publisher is None and via.published_at is None \
+                and via.url is None:
+            return None
+        return via
+
 
 class HardwareRef(_Strict):
     name: str | None = None
@@ -232,6 +243,11 @@ class Nature(_Strict):
     procedure: str | None = None
     formula: str | None = None
     inputs: dict[str, Any] | None = None
+
+    @field_validator("inputs")
+    @classmethod
+    def _no_empty_inputs(cls, inputs: dict[str, Any] | None) -> dict[str, Any] | None:
+        return inputs or None  # `{}` is kept as NULL and reads back as null: one spelling (see SourceRef.via)
 
 
 class Record(_Strict):
@@ -683,8 +699,10 @@ def _check_model(r: Record, reasons: list[str]) -> None:
         if not _check_range(number, path, reasons, _MODEL_LIMITS[path]):
             setattr(m, attr, None)  # no plausibility verdict on a number already refused
             continue
-        if value.__class__ is not float:  # setattr on a pydantic model is costly: only when the value changed
-            setattr(m, attr, number)
+        if attr == "file_size_gb":  # what the store's bytes column keeps, so that export gives this value back
+            number = gb_to_bytes(number) / 1e9
+        if value.__class__ is not float or number != value:  # setattr on a pydantic model is costly: only when
+            setattr(m, attr, number)                           # the value changed
     if isinstance(m.params_b, float) and isinstance(m.active_params_b, float) and m.active_params_b > m.params_b:
         reasons.append(Reason.bad("model.active_params_b", "larger than params_b"))
     if isinstance(m.params_b, float) and isinstance(m.file_size_gb, float) and m.params_b > 0:
@@ -720,12 +738,25 @@ def _check_software(r: Record, reasons: list[str]) -> None:
     if not (r.software.version and r.software.version.strip()):
         reasons.append(Reason.missing("software.version"))
     options = r.software.options
-    if options and not _clean(options, 3):
-        content_reasons(options, "software.options", reasons, depth=3)
-    if list(options) != sorted(options):  # one spelling per figure: keys sorted
-        ordered = sorted(options.items())
-        options.clear()  # in place: setattr on a pydantic model is costly
-        options.update(ordered)
+    if options:
+        unstorable = [] if _clean(options, 3) else content_reasons(options, "software.options", [], depth=3)
+        reasons += unstorable
+        if not unstorable:
+            _sort_keys(options)
+
+
+def _sort_keys(value: dict | list) -> None:
+    """Every dict's keys sorted, at every level, in place (setattr on a pydantic model is costly): one spelling
+    per figure, and the one the store's JSON columns keep (rowmap.canonical_json), so the identity of a figure
+    read back from the database is the identity it was stored with. Only on a value content_reasons accepts (its
+    depth is bounded)."""
+    for item in (value.values() if isinstance(value, dict) else value):
+        if item.__class__ is dict or item.__class__ is list:
+            _sort_keys(item)
+    if isinstance(value, dict) and list(value) != sorted(value):
+        ordered = sorted(value.items())
+        value.clear()
+        value.update(ordered)
 
 
 def _check_lengths(r: Record, reasons: list[str]) -> None:
@@ -771,8 +802,11 @@ def _check_nature(r: Record, reasons: list[str]) -> None:
             reasons.append(Reason.missing("nature.formula"))
         if not n.inputs:
             reasons.append(Reason.missing("nature.inputs"))
-    if n.inputs and not _clean(n.inputs, 3):
-        content_reasons(n.inputs, "nature.inputs", reasons, depth=3)
+    if n.inputs:
+        unstorable = [] if _clean(n.inputs, 3) else content_reasons(n.inputs, "nature.inputs", [], depth=3)
+        reasons += unstorable
+        if not unstorable:
+            _sort_keys(n.inputs)
 
 
 def _check_value(r: Record, reasons: list[str]) -> None:
