@@ -4,14 +4,15 @@ table column, and how its value is converted on the way in and on the way out.
 `Store.put` writes rows with it (`columns_of`, `refs_of`), and export and the store's refusals read records back
 with it (`record_from`), so a field is added here once and flows both ways. The run-time values stay plain tuples
 (cheap to pickle between the validating workers and the writer, tpsdb.bulk), in the order declared here; the two
-functions that read a record for the store, which run once per record of a bulk add, are written out from the
-declaration at import (`_compiled`), so that declaring the mapping costs no speed.
+functions that read a record for the store, which run once per record of a bulk add, read it with one
+operator.attrgetter over the declared paths, so that declaring the mapping costs no speed.
 """
 
 from __future__ import annotations
 
 import json
 from datetime import date
+from operator import attrgetter
 from typing import Any, Callable, NamedTuple
 
 
@@ -142,56 +143,36 @@ DERIVED = ("read_share", "read_share_origin")
 MEASUREMENT_COLUMNS = (*(f.column for f in MEASUREMENT), *DERIVED)
 
 # ---------------------------------------------------------------------------------------------- record -> row
-def _compiled(name: str, body: list[str], names: dict[str, Any]) -> Callable:
-    """A function whose reads of the fields are written out, built from the declaration above (as dataclasses
-    builds __init__): it runs at the speed of hand-written code, where a loop over the declaration cost a bulk add
-    1.1 µs per record. `body` is its source (readable as `_SOURCE`)."""
-    source = "\n".join([f"def {name}(r):", *(f"    {line}" for line in body)])
-    _SOURCE[name] = source
-    namespace: dict[str, Any] = {}
-    exec(compile(source, f"<tpsdb.rowmap.{name}>", "exec"), names, namespace)  # noqa: S102  (our own text)
-    return namespace[name]
+# Each read is one attrgetter call over the declared paths (C code: a loop in Python over the declaration cost a
+# bulk add 1.1 µs per record); the fields of the optional block are read from the block, when it is there.
+_IN_BLOCK = OPTIONAL + "."
+_PLAIN = tuple(f for f in MEASUREMENT if not f.path.startswith(_IN_BLOCK))
+_BLOCK = tuple(f for f in MEASUREMENT if f.path.startswith(_IN_BLOCK))
+if MEASUREMENT != (*_PLAIN, *_BLOCK):
+    raise ValueError(f"rowmap: the fields of {OPTIONAL} come last in MEASUREMENT")  # columns_of relies on it
+_READ_PLAIN = attrgetter(*(f.path for f in _PLAIN))
+_READ_BLOCK = attrgetter(*(f.path.removeprefix(_IN_BLOCK) for f in _BLOCK))
+_READ_OPTIONAL = attrgetter(OPTIONAL)
+_CONVERT_PLAIN = tuple((i, f.to_row) for i, f in enumerate(_PLAIN) if f.to_row is not None)
+_CONVERT_BLOCK = tuple((len(_PLAIN) + i, f.to_row) for i, f in enumerate(_BLOCK) if f.to_row is not None)
+_NO_BLOCK = (None,) * len(_BLOCK)
+_CONVERT_ALL = _CONVERT_PLAIN + _CONVERT_BLOCK
+_READ_HARDWARE, _READ_MODEL_FILE, _READ_SOFTWARE = (attrgetter(*(f.path for f in fields)) for fields in REFS)
 
 
-_SOURCE: dict[str, str] = {}
+def columns_of(r: Any) -> tuple:
+    """A validated record's values for its measurement row, in MEASUREMENT order (derived columns not included)."""
+    block = _READ_OPTIONAL(r)
+    values = [*_READ_PLAIN(r), *(_READ_BLOCK(block) if block is not None else _NO_BLOCK)]
+    for i, to_row in _CONVERT_PLAIN if block is None else _CONVERT_ALL:
+        values[i] = to_row(values[i])
+    return tuple(values)
 
 
-def _read(f: Field, index: int, names: dict[str, Any], convert: bool = True) -> str:
-    """The expression that reads one field of a record `r` (each block read once into a local, `b_<block>`), with
-    its conversion to the row's value when `convert`."""
-    block, _, attr = f.path.rpartition(".")
-    value = f"b_{block.replace('.', '_')}.{attr}" if block else f"r.{attr}"
-    if convert and f.to_row is not None:
-        names[f"to_row_{index}"] = f.to_row
-        value = f"to_row_{index}({value})"
-    if block == OPTIONAL:
-        value = f"({value} if b_{OPTIONAL.replace('.', '_')} is not None else None)"
-    return value
-
-
-def _blocks(fields: tuple[Field, ...]) -> list[str]:
-    """The lines that read each block the fields are in once (attribute reads cost, once per field per record)."""
-    blocks = dict.fromkeys(f.path.rpartition(".")[0] for f in fields if "." in f.path)
-    return [f"b_{block.replace('.', '_')} = r.{block}" for block in blocks]
-
-
-def _columns_function() -> Callable:
-    names: dict[str, Any] = {}
-    reads = [_read(f, i, names) for i, f in enumerate(MEASUREMENT)]
-    return _compiled("columns_of", [*_blocks(MEASUREMENT), "return (", *(f"    {read}," for read in reads), ")"],
-                     names)
-
-
-def _refs_function() -> Callable:
-    # record values, not converted: the store finds its rows by them (Store.model_file converts the size)
-    groups = ["(" + "".join(f"{_read(f, 0, {}, convert=False)}, " for f in fields) + ")" for fields in REFS]
-    return _compiled("refs_of", [*_blocks(ALL[len(MEASUREMENT):]), f"return ({', '.join(groups)})"], {})
-
-
-columns_of: Callable[[Any], tuple] = _columns_function()
-columns_of.__doc__ = "A validated record's values for its measurement row, in MEASUREMENT order (derived columns not included)."
-refs_of: Callable[[Any], tuple[tuple, tuple, tuple]] = _refs_function()
-refs_of.__doc__ = "What names a validated record's hardware, model file and software rows: one tuple each, in REFS order."
+def refs_of(r: Any) -> tuple[tuple, tuple, tuple]:
+    """What names a validated record's hardware, model file and software rows: one tuple each, in REFS order, of
+    record values (the store finds its rows by them; Store.model_file converts the size)."""
+    return _READ_HARDWARE(r), _READ_MODEL_FILE(r), _READ_SOFTWARE(r)
 
 
 # ---------------------------------------------------------------------------------------------- row -> record
