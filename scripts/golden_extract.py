@@ -5,13 +5,18 @@
 A change meant to make extraction faster must leave this output byte for byte the same. It reads, in place and
 without the network: the page fixtures (tests/fixtures/github and ../shared/fixtures/github: pages -> posts ->
 figures), the thread fixtures (each post's Markdown through extract_text, each GraphQL bodyHTML through
-extract_post), the Markdown and notebook outputs of ../shared/datasets and ../shared/sources-extracts, the tool
-outputs the tests read, and a fixed set of pseudo-random texts made of table and log pieces (the same every run),
-so that the refusing paths are compared too. Inputs of ../shared that are absent are skipped.
+extract_post), the Markdown and notebook outputs of ../shared/datasets and ../shared/sources-extracts (the
+XiongjieDai notebooks also through their dataset reader), the tool outputs the tests read, every string literal of
+tests/*.py holding a tool output's trigger words (keyed by the text's hash, so an edit elsewhere in a test file moves
+no key), and a fixed set of pseudo-random texts made of table and log pieces (the same every run), so that the
+refusing paths are compared too. Inputs of ../shared that are absent are skipped. To print another checkout's
+output on today's inputs, put its package first on the path: `PYTHONPATH=/tmp/other python scripts/golden_extract.py`.
 """
 
 from __future__ import annotations
 
+import ast
+import hashlib
 import json
 import random
 import sys
@@ -20,11 +25,12 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 SHARED = ROOT.parent / "shared"
-sys.path.insert(0, str(ROOT))
+sys.path.append(str(ROOT))  # after PYTHONPATH: another checkout's package can be put first
 sys.path.insert(0, str(ROOT / "tests"))
 
 from tpsdb.collect.extract import Candidate, PostContext, extract_post, extract_text  # noqa: E402
 from tpsdb.collect.github import posts_from_html_page  # noqa: E402
+from tpsdb.readers import FileContext, reader  # noqa: E402
 
 RETRIEVED = "2026-09-06"
 PROTOCOLS = {p.stem.removeprefix("llamacpp-"): tomllib.loads(p.read_text(encoding="utf-8")).get("protocol", {})
@@ -81,6 +87,28 @@ def _shared_texts(out: dict) -> None:
             out[f"tokatlas:{k:05d}"] = _dump(extract_text(record.get("quote") or "", _ctx("4167")))
 
 
+def _dataset_notebooks(out: dict) -> None:
+    """The XiongjieDai notebooks through their dataset reader (their cells hold `./main` run logs)."""
+    for folder in sorted(SHARED.glob("datasets/xiongjiedai-*")):
+        for path in sorted(folder.rglob("*.ipynb")):
+            relative = str(path.relative_to(folder))
+            ctx = FileContext(url=f"https://example.org/{relative}", path=relative, retrieved_at="2026-12-01")
+            out[f"xiongjiedai:{relative}"] = _dump(reader("xiongjiedai").read(path.read_bytes(), ctx))
+
+
+_TRIGGERS = ("tokens per second", "tokens/s", "tokens-per-sec", "throughput", "N_KV", "n_kv")
+
+
+def _inline_texts(out: dict) -> None:
+    """Every string literal of the tests that holds a tool output's trigger words."""
+    for path in sorted((ROOT / "tests").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and \
+                    any(word in node.value for word in _TRIGGERS):
+                key = f"inline:tests/{path.name}#{hashlib.sha1(node.value.encode()).hexdigest()[:16]}"
+                out[key] = _dump(extract_text(node.value, _ctx("")))
+
+
 def _tool_outputs(out: dict) -> None:
     import test_tools  # the tool outputs the tests read (llama-cli, server, sweep-bench, ollama, mlx-lm, vLLM...)
     for name in ("LLAMA_CLI", "SERVER", "SWEEP", "OLLAMA", "MLX", "VLLM", "SGLANG"):
@@ -131,7 +159,7 @@ def _random_texts(out: dict) -> None:
 
 def main() -> None:
     out: dict = {}
-    for part in (_pages, _threads, _shared_texts, _tool_outputs, _random_texts):
+    for part in (_pages, _threads, _shared_texts, _dataset_notebooks, _tool_outputs, _inline_texts, _random_texts):
         part(out)
     figures = sum(len(v) for v in out.values())
     json.dump(out, sys.stdout, sort_keys=True, indent=1, ensure_ascii=False, default=repr)
